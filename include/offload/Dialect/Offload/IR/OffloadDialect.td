@@ -1,0 +1,52 @@
+//===- OffloadDialect.td - Activation offloading dialect ---*- tablegen -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_DIALECT_OFFLOAD_OFFLOADDIALECT_TD
+#define OFFLOAD_DIALECT_OFFLOAD_OFFLOADDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Offload_Dialect : Dialect {
+  let name = "offload";
+  let cppNamespace = "::mlir::offload";
+  let summary = "Moving training activations between device and host memory";
+  let description = [{
+    The `offload` dialect expresses the movement of forward activations to
+    pinned host memory and back. A value that lives in host memory is a ranked
+    tensor whose encoding is `#offload.host`; only the ops of this dialect,
+    terminators and calls may read such a value, so a compute op that would
+    read host memory is rejected by the verifier.
+
+    The dialect also owns the training-step contract: a forward function
+    carries `offload.backward = @bwd` and `offload.num_outputs = N : i64`;
+    its results past the first `N` are saved for backward and arrive, in the
+    same order and with the same types, as the leading arguments of `@bwd`.
+    The verifier checks this contract wherever the attributes appear.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Names of the discardable attributes that make up the training-step
+    /// contract and the pipeline's annotations.
+    static constexpr ::llvm::StringLiteral kBackwardAttrName = "offload.backward";
+    static constexpr ::llvm::StringLiteral kNumOutputsAttrName = "offload.num_outputs";
+    static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
+    static constexpr ::llvm::StringLiteral kSelectedAttrName = "offload.selected";
+    static constexpr ::llvm::StringLiteral kKeptAttrName = "offload.kept";
+  }];
+}
+
+class Offload_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Offload_Dialect, mnemonic, traits>;
+
+class Offload_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Offload_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+#endif // OFFLOAD_DIALECT_OFFLOAD_OFFLOADDIALECT_TD

@@ -1,0 +1,76 @@
+//===- TrainingStep.h - The forward/backward contract -----------*- C++ -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// A training step is a forward function carrying `offload.backward = @bwd` and
+// `offload.num_outputs = N : i64`. Forward results past the first N are saved
+// for backward and arrive, in order and with equal types, as the leading
+// arguments of @bwd. TrainingStep checks that contract and gives names to its
+// parts, so passes never index results and arguments by hand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_DIALECT_OFFLOAD_IR_TRAININGSTEP_H
+#define OFFLOAD_DIALECT_OFFLOAD_IR_TRAININGSTEP_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace mlir {
+namespace offload {
+
+class TrainingStep {
+public:
+  /// Checks the contract on `forward` (which must carry `offload.backward`)
+  /// and emits a diagnostic at the offending location on failure. With
+  /// `requireBodies`, both functions must also have a single-block body, as
+  /// the passes need.
+  static FailureOr<TrainingStep> get(FunctionOpInterface forward,
+                                     bool requireBodies = true);
+
+  /// Every training step in `module`, in function order. Fails (with
+  /// diagnostics) if any forward function breaks the contract.
+  static LogicalResult collect(ModuleOp module,
+                               SmallVectorImpl<TrainingStep> &steps);
+
+  /// True if `op` is a forward function (carries `offload.backward`).
+  static bool isForward(Operation *op);
+
+  FunctionOpInterface getForward() const { return forward; }
+  FunctionOpInterface getBackward() const { return backward; }
+  unsigned getNumOutputs() const { return numOutputs; }
+  unsigned getNumSaved() const;
+
+  /// The forward function's return-like terminator.
+  Operation *getForwardReturn() const;
+  /// The value returned as saved result `i` (0-based among saved results).
+  Value getSavedValue(unsigned i) const;
+  /// The index of saved result `i` among all forward results.
+  unsigned getSavedResultIndex(unsigned i) const { return numOutputs + i; }
+  /// The backward argument that receives saved result `i`.
+  BlockArgument getBackwardArgument(unsigned i) const;
+
+private:
+  TrainingStep(FunctionOpInterface forward, FunctionOpInterface backward,
+               unsigned numOutputs)
+      : forward(forward), backward(backward), numOutputs(numOutputs) {}
+
+  // Op handles are cheap, non-owning references; `mutable` lets the const
+  // accessors call the interfaces' non-const methods.
+  mutable FunctionOpInterface forward;
+  mutable FunctionOpInterface backward;
+  unsigned numOutputs;
+};
+
+/// Checks that every host-resident value in `region` is read only by
+/// `offload.load_to_gpu`, a terminator, or a call; emits an error at the
+/// first offending user otherwise.
+LogicalResult verifyHostValueUses(Region &region);
+
+} // namespace offload
+} // namespace mlir
+
+#endif // OFFLOAD_DIALECT_OFFLOAD_IR_TRAININGSTEP_H

@@ -1,0 +1,25 @@
+//===- TraceDialect.h - trace dialect ---------------------------*- C++ -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_DIALECT_TRACE_IR_TRACEDIALECT_H
+#define OFFLOAD_DIALECT_TRACE_IR_TRACEDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "offload/Dialect/Trace/IR/TraceOpsDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "offload/Dialect/Trace/IR/TraceAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "offload/Dialect/Trace/IR/TraceOps.h.inc"
+
+#endif // OFFLOAD_DIALECT_TRACE_IR_TRACEDIALECT_H

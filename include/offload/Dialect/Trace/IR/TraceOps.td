@@ -1,0 +1,122 @@
+//===- TraceOps.td - Framework-traced ops ------------------*- tablegen -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_DIALECT_TRACE_TRACEOPS_TD
+#define OFFLOAD_DIALECT_TRACE_TRACEOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
+
+def Trace_Dialect : Dialect {
+  let name = "trace";
+  let cppNamespace = "::mlir::trace";
+  let summary = "Carrier for framework-traced graphs (PyTorch FX / ATen)";
+  let description = [{
+    One generic op, `trace.op`, stands for any framework op: it names the
+    framework op (`aten.mm.default`), keeps the FX node name, and holds the
+    call's non-tensor arguments as attributes, with `#trace.operand<i>`
+    marking where tensor operand `i` goes. `trace.view` is the same for
+    ops whose result aliases their source (`aten.view`, `aten.t`, ...); it
+    implements `ViewLikeOpInterface`. A `trace.op` is free of side effects
+    unless it lists the operands it mutates in `mutates`.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Trace_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Trace_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Trace_OperandAttr : Trace_Attr<"Operand", "operand"> {
+  let summary = "Position of a tensor operand inside a call's arguments";
+  let description = [{
+    `#trace.operand<i>` inside `args` or `kwargs` stands for the op's
+    operand `i`, so nested argument structures (`aten.cat([a, b], 1)`)
+    survive the round trip: `args = [[#trace.operand<0>, #trace.operand<1>], 1]`.
+  }];
+  let parameters = (ins "int64_t":$index);
+  let assemblyFormat = "`<` $index `>`";
+}
+
+def Trace_PyObjectAttr : Trace_Attr<"PyObject", "py"> {
+  let summary = "A framework constant that is not a plain number or string";
+  let description = [{
+    Holds the source spelling of a framework constant such as a dtype, a
+    device or a memory format: `#trace.py<"torch.bfloat16">`.
+  }];
+  let parameters = (ins StringRefParameter<>:$repr);
+  let assemblyFormat = "`<` $repr `>`";
+}
+
+class Trace_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Trace_Dialect, mnemonic, traits>;
+
+def Trace_OpOp : Trace_Op<"op", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "A framework op, named by its target";
+  let description = [{
+    Calls the framework op `target` on `inputs`. `node` is the name of the
+    FX node it came from; `args` and `kwargs` hold the call's arguments,
+    with `#trace.operand<i>` marking tensor operands; `mutates` lists the
+    operands the op writes in place. Ops without `mutates` have no side
+    effects; ops with it write the default resource, so no pass moves them
+    or moves other effects across them.
+
+    Example:
+
+    ```mlir
+    %0 = trace.op "aten.mm.default"(%a, %b)
+        {node = "mm", args = [#trace.operand<0>, #trace.operand<1>]}
+        : (tensor<8x1024xbf16>, tensor<1024x1024xbf16>) -> tensor<8x1024xbf16>
+    ```
+  }];
+  let arguments = (ins
+    StrAttr:$target,
+    Variadic<AnyType>:$inputs,
+    OptionalAttr<StrAttr>:$node,
+    OptionalAttr<ArrayAttr>:$args,
+    OptionalAttr<DictionaryAttr>:$kwargs,
+    OptionalAttr<DenseI64ArrayAttr>:$mutates);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $target `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Trace_ViewOp : Trace_Op<"view", [
+    Pure, DeclareOpInterfaceMethods<ViewLikeOpInterface, ["getViewSource"]>]> {
+  let summary = "A framework op whose result aliases its source";
+  let description = [{
+    Like `trace.op`, for framework ops that return a view of their first
+    tensor argument (`aten.view`, `aten.t`, `aten.transpose`,
+    `aten.slice`, ...). The result shares storage with `source`, so it keeps
+    the source's memory alive.
+
+    Example:
+
+    ```mlir
+    %1 = trace.view "aten.t.default"(%w) {node = "t"}
+        : (tensor<1024x4096xbf16>) -> tensor<4096x1024xbf16>
+    ```
+  }];
+  let arguments = (ins
+    StrAttr:$target,
+    AnyType:$source,
+    OptionalAttr<StrAttr>:$node,
+    OptionalAttr<ArrayAttr>:$args,
+    OptionalAttr<DictionaryAttr>:$kwargs);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $target `(` $source `)` attr-dict `:` functional-type($source, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // OFFLOAD_DIALECT_TRACE_TRACEOPS_TD

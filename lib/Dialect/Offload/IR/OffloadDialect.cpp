@@ -1,0 +1,108 @@
+//===- OffloadDialect.cpp - offload dialect -------------------------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/IR/TrainingStep.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+#include "offload/Dialect/Offload/IR/OffloadOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
+
+void OffloadDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Host tensor types
+//===----------------------------------------------------------------------===//
+
+bool mlir::offload::isHostTensorType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa_and_nonnull<HostMemoryAttr>(tensor.getEncoding());
+}
+
+RankedTensorType mlir::offload::getHostTensorType(RankedTensorType type) {
+  return RankedTensorType::get(type.getShape(), type.getElementType(),
+                               HostMemoryAttr::get(type.getContext()));
+}
+
+RankedTensorType mlir::offload::getDeviceTensorType(RankedTensorType type) {
+  return RankedTensorType::get(type.getShape(), type.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kKeepAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
+    return success();
+  }
+  if (name == kNumOutputsAttrName) {
+    // Its value is checked with the rest of the contract, under
+    // `offload.backward`.
+    if (!op->hasAttr(kBackwardAttrName))
+      return op->emitOpError()
+             << "has '" << name << "' but no '" << kBackwardAttrName << "'";
+    return success();
+  }
+  if (name == kBackwardAttrName) {
+    auto forward = dyn_cast<FunctionOpInterface>(op);
+    if (!forward)
+      return op->emitOpError() << "'" << name << "' is only valid on functions";
+    // A declaration has no body to check against the contract yet.
+    FailureOr<TrainingStep> step =
+        TrainingStep::get(forward, /*requireBodies=*/false);
+    if (failed(step))
+      return failure();
+    if (!forward.isExternal() && failed(verifyHostValueUses(forward.getFunctionBody())))
+      return failure();
+    FunctionOpInterface backward = step->getBackward();
+    if (!backward.isExternal() &&
+        failed(verifyHostValueUses(backward.getFunctionBody())))
+      return failure();
+    return success();
+  }
+  return op->emitOpError() << "unknown offload attribute '" << name << "'";
+}
+
+LogicalResult OffloadDialect::verifyRegionResultAttribute(Operation *op,
+                                                          unsigned regionIndex,
+                                                          unsigned resultIndex,
+                                                          NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kSelectedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
+    return success();
+  }
+  if (name == kKeptAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "expects '" << name << "' to be a string";
+    return success();
+  }
+  return op->emitOpError() << "unknown offload result attribute '" << name
+                           << "'";
+}

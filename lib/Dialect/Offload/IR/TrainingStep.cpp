@@ -1,0 +1,138 @@
+//===- TrainingStep.cpp - The forward/backward contract -------------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/TrainingStep.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+
+#include "mlir/Interfaces/CallInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+bool TrainingStep::isForward(Operation *op) {
+  return isa<FunctionOpInterface>(op) &&
+         op->hasAttr(OffloadDialect::kBackwardAttrName);
+}
+
+static LogicalResult requireSingleBlockBody(FunctionOpInterface func,
+                                            StringRef role) {
+  if (func.isExternal())
+    return func.emitError() << role << " function '" << func.getName()
+                            << "' must have a body";
+  if (!func.getFunctionBody().hasOneBlock())
+    return func.emitError() << role << " function '" << func.getName()
+                            << "' must have a single block";
+  return success();
+}
+
+FailureOr<TrainingStep> TrainingStep::get(FunctionOpInterface forward,
+                                          bool requireBodies) {
+  auto backwardRef = forward->getAttrOfType<FlatSymbolRefAttr>(
+      OffloadDialect::kBackwardAttrName);
+  if (!backwardRef)
+    return forward.emitError()
+           << "expects '" << OffloadDialect::kBackwardAttrName
+           << "' to be a flat symbol reference to the backward function";
+
+  auto numOutputsAttr = forward->getAttrOfType<IntegerAttr>(
+      OffloadDialect::kNumOutputsAttrName);
+  if (!numOutputsAttr || !numOutputsAttr.getType().isInteger(64))
+    return forward.emitError()
+           << "expects '" << OffloadDialect::kNumOutputsAttrName
+           << "' (an i64: how many leading results are forward outputs)";
+  int64_t numOutputs = numOutputsAttr.getInt();
+  int64_t numResults = forward.getNumResults();
+  if (numOutputs < 0 || numOutputs > numResults)
+    return forward.emitError()
+           << "'" << OffloadDialect::kNumOutputsAttrName << "' is "
+           << numOutputs << " but the function has " << numResults
+           << " results";
+
+  Operation *symbolTableOp = SymbolTable::getNearestSymbolTable(forward);
+  Operation *target =
+      symbolTableOp
+          ? SymbolTable::lookupSymbolIn(symbolTableOp, backwardRef.getAttr())
+          : nullptr;
+  auto backward = dyn_cast_or_null<FunctionOpInterface>(target);
+  if (!backward)
+    return forward.emitError()
+           << "backward function " << backwardRef << " not found";
+  if (backward == forward)
+    return forward.emitError() << "a function cannot be its own backward";
+
+  unsigned numSaved = numResults - numOutputs;
+  if (backward.getNumArguments() < numSaved)
+    return forward.emitError()
+           << "saves " << numSaved << " values but backward function "
+           << backwardRef << " takes only " << backward.getNumArguments()
+           << " arguments";
+  for (unsigned i = 0; i < numSaved; ++i) {
+    Type savedType = forward.getResultTypes()[numOutputs + i];
+    Type argType = backward.getArgumentTypes()[i];
+    if (savedType != argType)
+      return forward.emitError()
+             << "saved result #" << numOutputs + i << " has type " << savedType
+             << " but backward argument #" << i << " of " << backwardRef
+             << " has type " << argType;
+  }
+
+  if (requireBodies && (failed(requireSingleBlockBody(forward, "forward")) ||
+                        failed(requireSingleBlockBody(backward, "backward"))))
+    return failure();
+  return TrainingStep(forward, backward, numOutputs);
+}
+
+LogicalResult TrainingStep::collect(ModuleOp module,
+                                    SmallVectorImpl<TrainingStep> &steps) {
+  bool ok = true;
+  for (Operation &op : module.getBody()->getOperations()) {
+    if (!isForward(&op))
+      continue;
+    FailureOr<TrainingStep> step = get(cast<FunctionOpInterface>(op));
+    if (failed(step))
+      ok = false;
+    else
+      steps.push_back(*step);
+  }
+  return success(ok);
+}
+
+unsigned TrainingStep::getNumSaved() const {
+  return forward.getNumResults() - numOutputs;
+}
+
+Operation *TrainingStep::getForwardReturn() const {
+  return forward.getFunctionBody().front().getTerminator();
+}
+
+Value TrainingStep::getSavedValue(unsigned i) const {
+  return getForwardReturn()->getOperand(numOutputs + i);
+}
+
+BlockArgument TrainingStep::getBackwardArgument(unsigned i) const {
+  return backward.getArgument(i);
+}
+
+LogicalResult mlir::offload::verifyHostValueUses(Region &region) {
+  WalkResult result = region.walk([](Operation *op) {
+    if (isa<LoadToGpuOp, CallOpInterface>(op) ||
+        op->hasTrait<OpTrait::IsTerminator>())
+      return WalkResult::advance();
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!isHostTensorType(operand.get().getType()))
+        continue;
+      InFlightDiagnostic diag =
+          op->emitOpError() << "reads host-resident operand #"
+                            << operand.getOperandNumber()
+                            << "; only 'offload.load_to_gpu', terminators "
+                               "and calls may read host memory";
+      diag.attachNote(operand.get().getLoc()) << "host value defined here";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
