@@ -1,0 +1,60 @@
+//===- Views.h - Telling views from real consumers --------------*- C++ -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// A view shares storage with its source: keeping a view alive keeps the
+// source's memory alive, and a view is not a real consumer of the data. Views
+// are recognised through ViewLikeOpInterface only; tensor reshapes, slices and
+// casts get that interface as external models from
+// registerTensorViewExternalModels, so the passes carry no op lists.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_ANALYSIS_VIEWS_H
+#define OFFLOAD_ANALYSIS_VIEWS_H
+
+#include "mlir/IR/Block.h"
+#include "mlir/IR/Value.h"
+
+namespace mlir {
+class DialectRegistry;
+
+namespace offload {
+
+/// The source `op` views, if `op` is a view; null otherwise.
+Value getViewSource(Operation *op);
+
+/// Follows view sources up from `value` to the value that owns the storage.
+Value getStorageRoot(Value value);
+
+/// `root` and every value reached from it through views, in discovery order.
+SmallVector<Value> collectViewClosure(Value root);
+
+/// The ancestor of `op` (or `op` itself) that lives directly in `block`;
+/// null if `op` is not nested in `block`.
+Operation *getAncestorInBlock(Operation *op, Block &block);
+
+/// The latest op in `block` that uses any of `values` (a use nested in a
+/// region counts at its ancestor in `block`), ignoring `ignored`. Null if no
+/// such use exists.
+Operation *findLastUserInBlock(ArrayRef<Value> values, Block &block,
+                               Operation *ignored = nullptr);
+
+/// The earliest op in `block` that uses any of `values`, with the same
+/// conventions.
+Operation *findFirstUserInBlock(ArrayRef<Value> values, Block &block);
+
+/// True if `op` writes or frees memory, or has effects it does not declare:
+/// nothing may be moved across such an op.
+bool isReorderBarrier(Operation *op);
+
+/// Attaches ViewLikeOpInterface to the tensor ops that bufferize to views
+/// (expand_shape, collapse_shape, extract_slice, reshape, cast).
+void registerTensorViewExternalModels(DialectRegistry &registry);
+
+} // namespace offload
+} // namespace mlir
+
+#endif // OFFLOAD_ANALYSIS_VIEWS_H

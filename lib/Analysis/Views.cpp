@@ -1,0 +1,113 @@
+//===- Views.cpp - Telling views from real consumers ----------------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Analysis/Views.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+Value mlir::offload::getViewSource(Operation *op) {
+  if (auto view = dyn_cast<ViewLikeOpInterface>(op))
+    return view.getViewSource();
+  return nullptr;
+}
+
+Value mlir::offload::getStorageRoot(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    Value source = getViewSource(def);
+    if (!source)
+      break;
+    value = source;
+  }
+  return value;
+}
+
+SmallVector<Value> mlir::offload::collectViewClosure(Value root) {
+  llvm::SetVector<Value> closure;
+  closure.insert(root);
+  for (unsigned i = 0; i < closure.size(); ++i) {
+    Value value = closure[i];
+    for (Operation *user : value.getUsers()) {
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (view && view.getViewSource() == value)
+        closure.insert(view.getViewDest());
+    }
+  }
+  return closure.takeVector();
+}
+
+Operation *mlir::offload::getAncestorInBlock(Operation *op, Block &block) {
+  return block.findAncestorOpInBlock(*op);
+}
+
+Operation *mlir::offload::findLastUserInBlock(ArrayRef<Value> values,
+                                              Block &block,
+                                              Operation *ignored) {
+  Operation *last = nullptr;
+  for (Value value : values) {
+    for (Operation *user : value.getUsers()) {
+      Operation *ancestor = getAncestorInBlock(user, block);
+      if (!ancestor || ancestor == ignored)
+        continue;
+      if (!last || last->isBeforeInBlock(ancestor))
+        last = ancestor;
+    }
+  }
+  return last;
+}
+
+Operation *mlir::offload::findFirstUserInBlock(ArrayRef<Value> values,
+                                               Block &block) {
+  Operation *first = nullptr;
+  for (Value value : values) {
+    for (Operation *user : value.getUsers()) {
+      Operation *ancestor = getAncestorInBlock(user, block);
+      if (ancestor && (!first || ancestor->isBeforeInBlock(first)))
+        first = ancestor;
+    }
+  }
+  return first;
+}
+
+bool mlir::offload::isReorderBarrier(Operation *op) {
+  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
+      getEffectsRecursively(op);
+  if (!effects)
+    return true;
+  return llvm::any_of(*effects, [](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect());
+  });
+}
+
+namespace {
+/// A tensor op whose bufferized form aliases operand 0.
+template <typename OpTy>
+struct TensorViewModel
+    : public ViewLikeOpInterface::ExternalModel<TensorViewModel<OpTy>, OpTy> {
+  Value getViewSource(Operation *op) const { return op->getOperand(0); }
+};
+} // namespace
+
+void mlir::offload::registerTensorViewExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
+    tensor::ExpandShapeOp::attachInterface<
+        TensorViewModel<tensor::ExpandShapeOp>>(*ctx);
+    tensor::CollapseShapeOp::attachInterface<
+        TensorViewModel<tensor::CollapseShapeOp>>(*ctx);
+    tensor::ExtractSliceOp::attachInterface<
+        TensorViewModel<tensor::ExtractSliceOp>>(*ctx);
+    tensor::ReshapeOp::attachInterface<TensorViewModel<tensor::ReshapeOp>>(
+        *ctx);
+    tensor::CastOp::attachInterface<TensorViewModel<tensor::CastOp>>(*ctx);
+  });
+}

@@ -1,0 +1,113 @@
+//===- InsertOffloads.cpp - Offload saved results after their last use ----===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// Guarantees: each saved result marked `offload.selected` is returned as the
+// host copy made by one `offload.offload_to_cpu` placed right after the last
+// forward use of the value or of a view sharing its storage; the matching
+// backward argument is host resident and read only through one
+// `offload.load_to_gpu` at the entry of backward. The contract (saved result
+// types equal backward argument types) holds after the pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Analysis/Views.h"
+#include "offload/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_INSERTOFFLOADS
+#include "offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+/// Why `value` cannot be offloaded at all, or an empty string.
+static StringRef getOffloadBlocker(Value value, Block &body) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return "it is not a ranked tensor";
+  if (isHostTensorType(type))
+    return "it is already in host memory";
+  if (isa<BlockArgument>(value))
+    return "it is a function argument";
+  if (value.getDefiningOp()->getBlock() != &body)
+    return "it is not defined in the function's body";
+  return "";
+}
+
+/// Makes backward argument `arg` host resident, reading it through one load
+/// at the entry of the function.
+static void loadAtEntry(FunctionOpInterface backward, BlockArgument arg,
+                        RankedTensorType hostType) {
+  RankedTensorType deviceType = cast<RankedTensorType>(arg.getType());
+  arg.setType(hostType);
+  SmallVector<Type> inputs(backward.getArgumentTypes());
+  inputs[arg.getArgNumber()] = hostType;
+  backward.setType(backward.cloneTypeWith(inputs, backward.getResultTypes()));
+
+  OpBuilder builder = OpBuilder::atBlockBegin(arg.getOwner());
+  auto load = LoadToGpuOp::create(builder, arg.getLoc(), deviceType, arg);
+  arg.replaceAllUsesExcept(load.getResult(), load);
+}
+
+static LogicalResult insertOffloads(const TrainingStep &step) {
+  FunctionOpInterface forward = step.getForward();
+  Block &body = forward.getFunctionBody().front();
+  Operation *ret = step.getForwardReturn();
+  auto selectedName =
+      StringAttr::get(forward->getContext(), OffloadDialect::kSelectedAttrName);
+
+  // One offload per value, even when a value is saved twice.
+  llvm::DenseMap<Value, Value> hostCopies;
+  SmallVector<Type> resultTypes(forward.getResultTypes());
+  for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
+    unsigned result = step.getSavedResultIndex(i);
+    if (!forward.getResultAttr(result, selectedName))
+      continue;
+    forward.removeResultAttr(result, selectedName);
+
+    Value value = step.getSavedValue(i);
+    StringRef blocker = getOffloadBlocker(value, body);
+    if (!blocker.empty())
+      return forward.emitError()
+             << "cannot offload saved result #" << result << ": " << blocker;
+
+    auto hostType = getHostTensorType(cast<RankedTensorType>(value.getType()));
+    Value &host = hostCopies[value];
+    if (!host) {
+      SmallVector<Value> aliases = collectViewClosure(getStorageRoot(value));
+      Operation *lastUse = findLastUserInBlock(aliases, body, ret);
+      OpBuilder builder(forward->getContext());
+      builder.setInsertionPointAfter(lastUse ? lastUse
+                                             : value.getDefiningOp());
+      host = OffloadToCpuOp::create(builder, value.getLoc(), hostType, value);
+    }
+    ret->setOperand(result, host);
+    resultTypes[result] = hostType;
+    loadAtEntry(step.getBackward(), step.getBackwardArgument(i), hostType);
+  }
+  forward.setType(
+      forward.cloneTypeWith(forward.getArgumentTypes(), resultTypes));
+  return success();
+}
+
+namespace {
+struct InsertOffloads : public offload::impl::InsertOffloadsBase<InsertOffloads> {
+  void runOnOperation() override {
+    SmallVector<TrainingStep> steps;
+    if (failed(TrainingStep::collect(getOperation(), steps)))
+      return signalPassFailure();
+    for (const TrainingStep &step : steps)
+      if (failed(insertOffloads(step)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,38 @@
+//===- Pipeline.cpp - The offload-activations pipeline --------------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+void mlir::offload::buildOffloadPipeline(
+    OpPassManager &pm, const OffloadPipelineOptions &options) {
+  FindSavedActivationsOptions find;
+  find.minBytes = options.minBytes;
+  find.denyOps.assign(options.denyOps.begin(), options.denyOps.end());
+  pm.addPass(createFindSavedActivations(find));
+  pm.addPass(createInsertOffloads());
+  pm.addPass(createReorderBackward());
+  pm.addPass(createInsertLoads());
+  if (options.report != "none") {
+    OffloadReportOptions report;
+    report.format = options.report;
+    report.output = options.reportFile;
+    pm.addPass(createOffloadReport(report));
+  }
+}
+
+void mlir::offload::registerOffloadPipeline() {
+  PassPipelineRegistration<OffloadPipelineOptions>(
+      "offload-activations",
+      "Offload saved forward activations to host memory and load them back "
+      "before their first real use in backward",
+      buildOffloadPipeline);
+}

@@ -1,0 +1,51 @@
+// RUN: offload-opt %s -split-input-file -offload-activations | FileCheck %s
+// RUN: offload-opt %s -split-input-file -offload-find-saved-activations -offload-insert-offloads -offload-reorder-backward -offload-insert-loads | FileCheck %s
+
+// An MLP step in upstream linalg/arith/math/tensor: the hidden activation is
+// offloaded after its last forward use and loaded right before the view
+// that feeds its first real consumer in backward.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<64x64xf32>, tensor<64x64xf32, #offload.host>, tensor<64x64xf32> {offload.kept = "function argument"})
+// CHECK: %[[H:.*]] = linalg.matmul
+// CHECK: %[[A:.*]] = math.tanh %[[H]]
+// CHECK-NEXT: %[[C:.*]] = offload.offload_to_cpu %[[H]]
+// CHECK: return %{{.*}}, %[[C]], %arg0
+// CHECK-LABEL: func @backward
+// CHECK: linalg.fill
+// CHECK-NEXT: linalg.matmul
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %arg0
+// CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %[[L]]
+// CHECK-NEXT: %[[X:.*]] = tensor.expand_shape %[[V]]
+// CHECK-NEXT: math.tanh %[[X]]
+func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
+    -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %a = math.tanh %h : tensor<64x64xf32>
+  %y = arith.mulf %a, %a : tensor<64x64xf32>
+  return %y, %h, %x : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}
+func.func @backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %v = tensor.collapse_shape %h [[0, 1]] : tensor<64x64xf32> into tensor<4096xf32>
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %gx = linalg.matmul ins(%g, %x : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %u = tensor.expand_shape %v [[0, 1]] output_shape [64, 64] : tensor<4096xf32> into tensor<64x64xf32>
+  %t = math.tanh %u : tensor<64x64xf32>
+  %r = arith.mulf %t, %gx : tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+
+// -----
+
+// A module without training steps is left alone.
+// CHECK-LABEL: func @plain
+// CHECK-NOT: offload.
+func.func @plain(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+  %0 = math.exp %x : tensor<4096xf32>
+  return %0 : tensor<4096xf32>
+}

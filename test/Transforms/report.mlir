@@ -1,0 +1,53 @@
+// RUN: offload-opt %s -offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=TEXT
+// RUN: offload-opt %s -offload-activations="report=json" -o /dev/null | FileCheck %s --check-prefix=JSON
+// RUN: offload-opt %s -offload-activations -offload-report="format=json output=%t.json" -o /dev/null && FileCheck %s --check-prefix=JSON < %t.json
+// RUN: not offload-opt %s -offload-report="format=yaml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+
+// TEXT: offload report: @forward -> @backward: 2 of 3 saved results offloaded
+// TEXT: result  producer
+// TEXT-NEXT: 1  aten.mm.default "mm"   {{ *}}tensor<8x1024xf32>  {{ *}}32.0 KiB  #1 aten.relu.default "relu" {{ *}}#2 aten.t.default "t_1"
+// TEXT-NEXT: 2  aten.relu.default "relu"  {{ *}}tensor<8x1024xf32>  {{ *}}32.0 KiB  #5 aten.mul.Tensor "mul" {{ *}}#6 aten.add.Tensor "add"
+// TEXT-NEXT: 3  argument #0  {{ *}}tensor<8x1024xf32>  {{ *}}32.0 KiB  kept: function argument
+// TEXT-NEXT: total: offloaded 2 values, 64.0 KiB; kept 1 values, 32.0 KiB
+
+// JSON:      "steps": [
+// JSON:          "backward": "backward",
+// JSON-NEXT:     "forward": "forward",
+// JSON-NEXT:     "offloaded_bytes": 65536,
+// JSON-NEXT:     "offloaded_values": 2,
+// JSON:              "bytes": 32768,
+// JSON-NEXT:         "load_before": {
+// JSON-NEXT:           "index": 2,
+// JSON-NEXT:           "op": "aten.t.default \"t_1\""
+// JSON-NEXT:         },
+// JSON-NEXT:         "offload_after": {
+// JSON-NEXT:           "index": 1,
+// JSON-NEXT:           "op": "aten.relu.default \"relu\""
+// JSON-NEXT:         },
+// JSON-NEXT:         "offloaded": true,
+// JSON-NEXT:         "producer": "aten.mm.default \"mm\"",
+// JSON-NEXT:         "result": 1,
+// JSON:              "kept_reason": "function argument",
+// JSON-NEXT:         "offloaded": false,
+
+// BAD: error: offload-report: unknown format 'yaml' (expected 'text' or 'json')
+
+func.func @forward(%x: tensor<8x1024xf32>, %w: tensor<1024x1024xf32>)
+    -> (tensor<8x1024xf32>, tensor<8x1024xf32>, tensor<8x1024xf32>, tensor<8x1024xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = trace.op "aten.mm.default"(%x, %w) {node = "mm"} : (tensor<8x1024xf32>, tensor<1024x1024xf32>) -> tensor<8x1024xf32>
+  %1 = trace.op "aten.relu.default"(%0) {node = "relu"} : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  %2 = trace.op "aten.exp.default"(%1) {node = "exp"} : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  %3 = trace.op "aten.neg.default"(%2) {node = "neg"} : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  %4 = trace.op "aten.mul.Tensor"(%3, %1) {node = "mul"} : (tensor<8x1024xf32>, tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  return %4, %0, %1, %x : tensor<8x1024xf32>, tensor<8x1024xf32>, tensor<8x1024xf32>, tensor<8x1024xf32>
+}
+func.func @backward(%s0: tensor<8x1024xf32>, %s1: tensor<8x1024xf32>, %s2: tensor<8x1024xf32>, %g: tensor<8x1024xf32>)
+    -> tensor<1024x1024xf32> {
+  %a = trace.view "aten.t.default"(%s0) {node = "t_1"} : (tensor<8x1024xf32>) -> tensor<1024x8xf32>
+  %b = trace.op "aten.mul.Tensor"(%g, %s2) {node = "mul_2"} : (tensor<8x1024xf32>, tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  %c = trace.op "aten.mm.default"(%a, %b) {node = "mm_2"} : (tensor<1024x8xf32>, tensor<8x1024xf32>) -> tensor<1024x1024xf32>
+  %d = trace.op "aten.mm.default"(%c, %c) {node = "mm_3"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  %e = trace.op "aten.add.Tensor"(%d, %s1) {node = "add"} : (tensor<1024x1024xf32>, tensor<8x1024xf32>) -> tensor<1024x1024xf32>
+  return %e : tensor<1024x1024xf32>
+}
