@@ -1,0 +1,36 @@
+//===- InitAll.h - Register every dialect and pass of offload-mlir -*- C++ -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_INITALL_H
+#define OFFLOAD_INITALL_H
+
+#include "offload/Analysis/Views.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Trace/IR/TraceDialect.h"
+#include "offload/Transforms/Passes.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+
+namespace mlir {
+namespace offload {
+
+/// The project's dialects and the interface models its passes rely on.
+inline void registerAllOffloadDialects(DialectRegistry &registry) {
+  registry.insert<OffloadDialect, trace::TraceDialect, tensor::TensorDialect>();
+  registerTensorViewExternalModels(registry);
+}
+
+/// Every pass of the project and the `offload-activations` pipeline.
+inline void registerAllOffloadPasses() {
+  registerOffloadPasses();
+  registerOffloadPipeline();
+}
+
+} // namespace offload
+} // namespace mlir
+
+#endif // OFFLOAD_INITALL_H

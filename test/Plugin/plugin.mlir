@@ -1,0 +1,30 @@
+// Debian's mlir-opt loads the project as one plugin and runs the same pipeline.
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations | FileCheck %s
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations="min-bytes=16384 report=text" -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --pass-pipeline="builtin.module(offload-find-saved-activations{min-bytes=0},offload-insert-offloads,offload-reorder-backward,offload-insert-loads)" | FileCheck %s
+
+// REPORT: offload report: @forward -> @backward: 1 of 1 saved results offloaded
+// REPORT: total: offloaded 1 values, 16.0 KiB; kept 0 values, 0 B
+
+// CHECK-LABEL: func @forward
+// CHECK: %[[M:.*]] = trace.op "aten.mm.default"
+// CHECK-NEXT: trace.op "aten.relu.default"(%[[M]])
+// CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[M]] : tensor<64x64xf32> -> tensor<64x64xf32, #offload.host>
+// CHECK: return %{{.*}}, %[[H]]
+// CHECK-LABEL: func @backward
+// CHECK-NEXT: trace.op "aten.neg.default"
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %arg0
+// CHECK-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%[[L]])
+// CHECK-NEXT: trace.op "aten.mm.default"(%[[T]]
+func.func @forward(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = trace.op "aten.mm.default"(%x, %x) {node = "mm"} : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %1 = trace.op "aten.relu.default"(%0) {node = "relu"} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %1, %0 : tensor<64x64xf32>, tensor<64x64xf32>
+}
+func.func @backward(%s: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %t = trace.view "aten.t.default"(%s) {node = "t"} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %n = trace.op "aten.neg.default"(%g) {node = "neg"} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %m = trace.op "aten.mm.default"(%t, %n) {node = "mm_1"} : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %m : tensor<64x64xf32>
+}
