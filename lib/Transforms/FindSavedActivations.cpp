@@ -41,20 +41,24 @@ struct FindSavedActivations
     Builder builder(&getContext());
     for (const TrainingStep &step : steps) {
       FunctionOpInterface forward = step.getForward();
+      // Rewrite all result attributes at once: setting them one result at a
+      // time rebuilds the whole attribute array each time (quadratic).
+      SmallVector<DictionaryAttr> resultAttrs;
+      forward.getAllResultAttrs(resultAttrs);
       for (const SavedActivation &saved :
            findSavedActivations(step, options)) {
         unsigned result = step.getSavedResultIndex(saved.savedIndex);
-        forward.removeResultAttr(
-            result, builder.getStringAttr(OffloadDialect::kSelectedAttrName));
-        forward.removeResultAttr(
-            result, builder.getStringAttr(OffloadDialect::kKeptAttrName));
+        NamedAttrList attrs(resultAttrs[result]);
+        attrs.erase(OffloadDialect::kSelectedAttrName);
+        attrs.erase(OffloadDialect::kKeptAttrName);
         if (saved.selected)
-          forward.setResultAttr(result, OffloadDialect::kSelectedAttrName,
-                                builder.getUnitAttr());
+          attrs.set(OffloadDialect::kSelectedAttrName, builder.getUnitAttr());
         else
-          forward.setResultAttr(result, OffloadDialect::kKeptAttrName,
-                                builder.getStringAttr(saved.keptReason));
+          attrs.set(OffloadDialect::kKeptAttrName,
+                    builder.getStringAttr(saved.keptReason));
+        resultAttrs[result] = attrs.getDictionary(&getContext());
       }
+      forward.setAllResultAttrs(resultAttrs);
     }
     markAllAnalysesPreserved();
   }

@@ -44,15 +44,11 @@ static StringRef getOffloadBlocker(Value value, Block &body) {
 }
 
 /// Makes backward argument `arg` host resident, reading it through one load
-/// at the entry of the function.
-static void loadAtEntry(FunctionOpInterface backward, BlockArgument arg,
-                        RankedTensorType hostType) {
-  RankedTensorType deviceType = cast<RankedTensorType>(arg.getType());
+/// at the entry of the function. The function type is updated by the caller,
+/// once for all arguments.
+static void loadAtEntry(BlockArgument arg, RankedTensorType hostType) {
+  auto deviceType = cast<RankedTensorType>(arg.getType());
   arg.setType(hostType);
-  SmallVector<Type> inputs(backward.getArgumentTypes());
-  inputs[arg.getArgNumber()] = hostType;
-  backward.setType(backward.cloneTypeWith(inputs, backward.getResultTypes()));
-
   OpBuilder builder = OpBuilder::atBlockBegin(arg.getOwner());
   auto load = LoadToGpuOp::create(builder, arg.getLoc(), deviceType, arg);
   arg.replaceAllUsesExcept(load.getResult(), load);
@@ -60,19 +56,26 @@ static void loadAtEntry(FunctionOpInterface backward, BlockArgument arg,
 
 static LogicalResult insertOffloads(const TrainingStep &step) {
   FunctionOpInterface forward = step.getForward();
+  FunctionOpInterface backward = step.getBackward();
   Block &body = forward.getFunctionBody().front();
   Operation *ret = step.getForwardReturn();
-  auto selectedName =
-      StringAttr::get(forward->getContext(), OffloadDialect::kSelectedAttrName);
+  MLIRContext *ctx = forward->getContext();
+
+  // Types and attributes are rewritten once per function at the end: doing
+  // it per value rebuilds arrays as long as the signature (quadratic).
+  SmallVector<Type> resultTypes(forward.getResultTypes());
+  SmallVector<Type> backwardInputs(backward.getArgumentTypes());
+  SmallVector<DictionaryAttr> resultAttrs;
+  forward.getAllResultAttrs(resultAttrs);
 
   // One offload per value, even when a value is saved twice.
   llvm::DenseMap<Value, Value> hostCopies;
-  SmallVector<Type> resultTypes(forward.getResultTypes());
   for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
     unsigned result = step.getSavedResultIndex(i);
-    if (!forward.getResultAttr(result, selectedName))
+    NamedAttrList attrs(resultAttrs[result]);
+    if (!attrs.erase(OffloadDialect::kSelectedAttrName))
       continue;
-    forward.removeResultAttr(result, selectedName);
+    resultAttrs[result] = attrs.getDictionary(ctx);
 
     Value value = step.getSavedValue(i);
     StringRef blocker = getOffloadBlocker(value, body);
@@ -85,17 +88,21 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
     if (!host) {
       SmallVector<Value> aliases = collectViewClosure(getStorageRoot(value));
       Operation *lastUse = findLastUserInBlock(aliases, body, ret);
-      OpBuilder builder(forward->getContext());
+      OpBuilder builder(ctx);
       builder.setInsertionPointAfter(lastUse ? lastUse
                                              : value.getDefiningOp());
       host = OffloadToCpuOp::create(builder, value.getLoc(), hostType, value);
     }
     ret->setOperand(result, host);
     resultTypes[result] = hostType;
-    loadAtEntry(step.getBackward(), step.getBackwardArgument(i), hostType);
+    backwardInputs[i] = hostType;
+    loadAtEntry(step.getBackwardArgument(i), hostType);
   }
+  forward.setAllResultAttrs(resultAttrs);
   forward.setType(
       forward.cloneTypeWith(forward.getArgumentTypes(), resultTypes));
+  backward.setType(
+      backward.cloneTypeWith(backwardInputs, backward.getResultTypes()));
   return success();
 }
 
