@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds (installing dependencies if needed) and runs every test: the lit +
+# FileCheck suite and the runtime's unit tests. Ends with one summary line.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+
+scripts/setup.sh || { echo "build: 0 passed, 1 failed"; exit 1; }
+
+status=0
+lit_log=$(mktemp)
+/usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" 2>&1 | tee "$lit_log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$lit_log" | tail -1)
+failed=$(sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p' "$lit_log" | tail -1)
+passed=${passed:-0}; failed=${failed:-0}
+
+if [ -f "$BUILD_DIR/CTestTestfile.cmake" ]; then
+  ctest_log=$(mktemp)
+  ctest --test-dir "$BUILD_DIR" --output-on-failure 2>&1 | tee "$ctest_log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$ctest_log" | tail -1)
+  cfailed=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$ctest_log" | tail -1)
+  if [ -n "${total:-}" ]; then
+    passed=$((passed + total - cfailed)); failed=$((failed + cfailed))
+  fi
+fi
+
+[ "$passed" -gt 0 ] || status=1
+echo "tests: $passed passed, $failed failed"
+exit $status
