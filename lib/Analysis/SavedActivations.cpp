@@ -67,57 +67,70 @@ static bool isDenied(Value value, ArrayRef<std::string> denyOps) {
   });
 }
 
+/// Why `value` must stay on the device on its own account, or "".
+static std::string getIndividualKeptReason(Value value, Value root,
+                                           std::optional<int64_t> bytes,
+                                           const SavedActivationOptions &options) {
+  if (!isa<RankedTensorType>(value.getType()))
+    return "not a ranked tensor";
+  if (isHostTensorType(value.getType()))
+    return "already in host memory";
+  if (isa<BlockArgument>(value))
+    return "function argument";
+  if (isa<BlockArgument>(root))
+    return "view of a function argument";
+  if (isKeptByProducer(value) || isKeptByProducer(root))
+    return "opted out (offload.keep)";
+  if (isDenied(value, options.denyOps) || isDenied(root, options.denyOps))
+    return "producer in deny-ops";
+  if (!bytes)
+    return options.minBytes > 0 ? "size unknown (dynamic shape)" : "";
+  if (*bytes < options.minBytes)
+    return llvm::formatv("below min-bytes ({0} < {1})", *bytes,
+                         options.minBytes);
+  return "";
+}
+
 SmallVector<SavedActivation>
 mlir::offload::findSavedActivations(const TrainingStep &step,
                                     const SavedActivationOptions &options) {
   Operation *ret = step.getForwardReturn();
   unsigned numOutputs = step.getNumOutputs();
 
-  // Every returned value keeps its storage alive. Count, per storage root,
-  // which returned operands hold it, to see whether offloading one frees it.
-  llvm::DenseMap<Value, SmallVector<unsigned, 2>> holders;
-  for (OpOperand &operand : ret->getOpOperands())
-    holders[getStorageRoot(operand.get())].push_back(
-        operand.getOperandNumber());
-
   SmallVector<SavedActivation> result;
+  SmallVector<Value> roots;
   for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
-    SavedActivation saved{i, step.getSavedValue(i),
-                          getTensorSizeInBytes(step.getSavedValue(i).getType())};
-    Value value = saved.value;
-    Value root = getStorageRoot(value);
-    auto keep = [&](const Twine &reason) { saved.keptReason = reason.str(); };
+    Value value = step.getSavedValue(i);
+    roots.push_back(getStorageRoot(value));
+    SavedActivation saved{i, value, getTensorSizeInBytes(value.getType())};
+    saved.keptReason =
+        getIndividualKeptReason(value, roots.back(), saved.bytes, options);
+    result.push_back(std::move(saved));
+  }
 
-    if (!isa<RankedTensorType>(value.getType()))
-      keep("not a ranked tensor");
-    else if (isHostTensorType(value.getType()))
-      keep("already in host memory");
-    else if (isa<BlockArgument>(value))
-      keep("function argument");
-    else if (isa<BlockArgument>(root))
-      keep("view of a function argument");
-    else if (isKeptByProducer(value) || isKeptByProducer(root))
-      keep("opted out (offload.keep)");
-    else if (isDenied(value, options.denyOps) ||
-             isDenied(root, options.denyOps))
-      keep("producer in deny-ops");
-    else if (ArrayRef<unsigned> owners = holders[root]; owners.size() > 1) {
-      unsigned other = owners.front() == step.getSavedResultIndex(i)
-                           ? owners[1]
-                           : owners.front();
-      if (other < numOutputs)
-        keep(llvm::formatv("shares storage with forward output #{0}", other));
-      else
-        keep(llvm::formatv("shares storage with saved result #{0}", other));
-    } else if (!saved.bytes) {
-      if (options.minBytes > 0)
-        keep("size unknown (dynamic shape)");
-    } else if (*saved.bytes < options.minBytes) {
-      keep(llvm::formatv("below min-bytes ({0} < {1})", *saved.bytes,
-                         options.minBytes));
+  // Returned values sharing a storage root free it only together: a forward
+  // output holding the root keeps it alive, and so does any saved value
+  // sharing it that stays for its own reason.
+  llvm::DenseMap<Value, unsigned> outputHolding;
+  for (unsigned i = 0; i < numOutputs; ++i)
+    outputHolding.try_emplace(getStorageRoot(ret->getOperand(i)), i);
+  llvm::DenseMap<Value, unsigned> keptHolding;
+  for (SavedActivation &saved : result)
+    if (!saved.keptReason.empty())
+      keptHolding.try_emplace(roots[saved.savedIndex],
+                              step.getSavedResultIndex(saved.savedIndex));
+
+  for (SavedActivation &saved : result) {
+    if (saved.keptReason.empty()) {
+      Value root = roots[saved.savedIndex];
+      if (auto it = outputHolding.find(root); it != outputHolding.end())
+        saved.keptReason = llvm::formatv(
+            "shares storage with forward output #{0}", it->second);
+      else if (auto it = keptHolding.find(root); it != keptHolding.end())
+        saved.keptReason = llvm::formatv(
+            "shares storage with kept saved result #{0}", it->second);
     }
     saved.selected = saved.keptReason.empty();
-    result.push_back(std::move(saved));
   }
   return result;
 }

@@ -113,10 +113,20 @@ static StepReport buildReport(const TrainingStep &step) {
       entry.type = typeToString(source.getType());
       entry.producer = describeProducer(source);
       entry.bytes = getTensorSizeInBytes(source.getType());
-      entry.offloadAfter = positionOf(offload->getPrevNode(), index);
-      for (Operation *user : step.getBackwardArgument(i).getUsers())
-        if (auto load = dyn_cast<LoadToGpuOp>(user))
-          entry.loadBefore = positionOf(load->getNextNode(), index);
+      // Offloads placed after the same op, and loads before the same op,
+      // stand in a row; report the compute op they follow or precede.
+      Operation *after = offload->getPrevNode();
+      while (isa_and_nonnull<OffloadToCpuOp>(after))
+        after = after->getPrevNode();
+      entry.offloadAfter = positionOf(after, index);
+      for (Operation *user : step.getBackwardArgument(i).getUsers()) {
+        if (!isa<LoadToGpuOp>(user))
+          continue;
+        Operation *before = user->getNextNode();
+        while (isa_and_nonnull<LoadToGpuOp>(before))
+          before = before->getNextNode();
+        entry.loadBefore = positionOf(before, index);
+      }
     } else {
       entry.type = typeToString(value.getType());
       entry.producer = describeProducer(value);

@@ -34,22 +34,31 @@ func.func @backward(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<16xf32>
 
 // -----
 
-// A value that is also a forward output, or shares storage with one or with
-// another saved result, frees nothing when offloaded.
+// A value that is also a forward output, or shares storage with one, frees
+// nothing when offloaded. Saved values sharing one storage are offloaded
+// together (that frees it), unless one of them stays for its own reason.
 // CHECK-LABEL: func @forward_storage
 // CHECK-SAME: -> (tensor<256xf32>,
 // CHECK-SAME: tensor<256xf32> {offload.kept = "shares storage with forward output #0"},
-// CHECK-SAME: tensor<16x16xf32> {offload.kept = "shares storage with saved result #3"},
-// CHECK-SAME: tensor<256xf32> {offload.kept = "shares storage with saved result #2"})
+// CHECK-SAME: tensor<16x16xf32> {offload.selected},
+// CHECK-SAME: tensor<256xf32> {offload.selected},
+// CHECK-SAME: tensor<256xf32> {offload.kept = "shares storage with kept saved result #5"},
+// CHECK-SAME: tensor<4xf32> {offload.kept = "below min-bytes (16 < 1024)"})
 func.func @forward_storage(%x: tensor<256xf32>)
-    -> (tensor<256xf32>, tensor<256xf32>, tensor<16x16xf32>, tensor<256xf32>)
+    -> (tensor<256xf32>, tensor<256xf32>, tensor<16x16xf32>, tensor<256xf32>,
+        tensor<256xf32>, tensor<4xf32>)
     attributes {offload.backward = @backward_storage, offload.num_outputs = 1 : i64} {
   %0 = math.exp %x : tensor<256xf32>
   %1 = math.tanh %x : tensor<256xf32>
   %2 = tensor.expand_shape %1 [[0, 1]] output_shape [16, 16] : tensor<256xf32> into tensor<16x16xf32>
-  return %0, %0, %2, %1 : tensor<256xf32>, tensor<256xf32>, tensor<16x16xf32>, tensor<256xf32>
+  %3 = math.sin %x : tensor<256xf32>
+  %4 = tensor.extract_slice %3[0] [4] [1] : tensor<256xf32> to tensor<4xf32>
+  return %0, %0, %2, %1, %3, %4
+      : tensor<256xf32>, tensor<256xf32>, tensor<16x16xf32>, tensor<256xf32>,
+        tensor<256xf32>, tensor<4xf32>
 }
-func.func @backward_storage(%a: tensor<256xf32>, %b: tensor<16x16xf32>, %c: tensor<256xf32>) {
+func.func @backward_storage(%a: tensor<256xf32>, %b: tensor<16x16xf32>, %c: tensor<256xf32>,
+                            %d: tensor<256xf32>, %e: tensor<4xf32>) {
   return
 }
 

@@ -47,7 +47,8 @@ struct SavedActivation {
 /// device memory and is allowed: intermediates only (never function arguments
 /// or views of them), device-resident, at least `minBytes`, not opted out with
 /// `offload.keep`, not denied, and not kept alive by another returned value
-/// sharing its storage (a forward output, or another saved result).
+/// sharing its storage: a forward output, or a saved value that stays. Saved
+/// values sharing one storage are offloaded together, which frees it.
 SmallVector<SavedActivation>
 findSavedActivations(const TrainingStep &step,
                      const SavedActivationOptions &options);
