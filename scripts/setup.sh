@@ -3,6 +3,7 @@
 # it with Ninja. Idempotent: a second run only rebuilds what changed.
 #   BUILD_DIR (default: build)   where the build goes
 #   SKIP_APT=1                   do not call apt-get (dependencies already there)
+#   SKIP_PIP=1                   do not pip-install pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -19,6 +20,11 @@ if [ "${SKIP_APT:-0}" != 1 ] && need_packages; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends \
     libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools cmake ninja-build g++ python3
+fi
+
+# pytest runs the Python bridge's tests (those needing torch skip without it).
+if [ "${SKIP_PIP:-0}" != 1 ] && ! python3 -c "import pytest" 2>/dev/null; then
+  python3 -m pip install --quiet pytest || echo "setup: could not install pytest; Python tests will not run" >&2
 fi
 
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then

@@ -26,6 +26,17 @@ if [ -f "$BUILD_DIR/CTestTestfile.cmake" ]; then
   fi
 fi
 
+if python3 -c "import pytest" 2>/dev/null; then
+  py_log=$(mktemp)
+  OFFLOAD_OPT="$PWD/$BUILD_DIR/bin/offload-opt" python3 -m pytest -q python 2>&1 | tee "$py_log"
+  rc=${PIPESTATUS[0]}
+  # 5 = no tests collected, which is not a failure of the code.
+  [ "$rc" = 0 ] || [ "$rc" = 5 ] || status=1
+  p=$(grep -Eo '[0-9]+ passed' "$py_log" | tail -1 | grep -Eo '[0-9]+')
+  f=$(grep -Eo '[0-9]+ (failed|error)' "$py_log" | awk '{s+=$1} END {print s+0}')
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+fi
+
 [ "$passed" -gt 0 ] || status=1
 echo "tests: $passed passed, $failed failed"
 exit $status
