@@ -124,3 +124,20 @@ func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
 }
 // expected-error @+1 {{backward function 'backward' must have a body}}
 func.func private @backward(%a: tensor<4xf32>)
+
+// -----
+
+func.func @forward_a(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = math.exp %x : tensor<256xf32>
+  return %0, %0 : tensor<256xf32>, tensor<256xf32>
+}
+// expected-error @+1 {{backward function 'backward' is already the backward of 'forward_a'; each forward needs its own}}
+func.func @forward_b(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = math.exp %x : tensor<256xf32>
+  return %0, %0 : tensor<256xf32>, tensor<256xf32>
+}
+func.func @backward(%a: tensor<256xf32>) {
+  return
+}

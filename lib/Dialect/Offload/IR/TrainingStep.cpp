@@ -8,6 +8,7 @@
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -88,14 +89,27 @@ FailureOr<TrainingStep> TrainingStep::get(FunctionOpInterface forward,
 LogicalResult TrainingStep::collect(ModuleOp module,
                                     SmallVectorImpl<TrainingStep> &steps) {
   bool ok = true;
+  // Each backward belongs to one forward: the passes rewrite its signature.
+  llvm::DenseMap<Operation *, FunctionOpInterface> forwardOf;
   for (Operation &op : module.getBody()->getOperations()) {
     if (!isForward(&op))
       continue;
     FailureOr<TrainingStep> step = get(cast<FunctionOpInterface>(op));
-    if (failed(step))
+    if (failed(step)) {
       ok = false;
-    else
-      steps.push_back(*step);
+      continue;
+    }
+    auto [it, inserted] =
+        forwardOf.try_emplace(step->getBackward(), step->getForward());
+    if (!inserted) {
+      step->getForward().emitError()
+          << "backward function '" << step->getBackward().getName()
+          << "' is already the backward of '" << it->second.getName()
+          << "'; each forward needs its own";
+      ok = false;
+      continue;
+    }
+    steps.push_back(*step);
   }
   return success(ok);
 }
