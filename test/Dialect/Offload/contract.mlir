@@ -95,7 +95,7 @@ func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32, #offload.
 }
 // expected-note @+1 {{host value defined here}}
 func.func @backward(%s: tensor<4xf32, #offload.host>, %g: tensor<4xf32>) -> tensor<4xf32, #offload.host> {
-  // expected-error @+1 {{'math.exp' op reads host-resident operand #0; only 'offload.load_to_gpu', terminators and calls may read host memory}}
+  // expected-error @+1 {{'math.exp' op reads host-resident operand #0; only 'offload.load_to_gpu', 'offload.load_start', terminators and calls may read host memory}}
   %0 = math.exp %s : tensor<4xf32, #offload.host>
   return %0 : tensor<4xf32, #offload.host>
 }

@@ -28,6 +28,7 @@ void OffloadDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
       >();
+  registerTypes();
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,7 +7,9 @@
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -34,6 +36,53 @@ LogicalResult OffloadToCpuOp::verify() {
 LogicalResult LoadToGpuOp::verify() {
   return verifySameTensorContents(*this, getSource().getType(),
                                   getResult().getType());
+}
+
+/// A future is waited at most once, by an `offload.wait` in the block that
+/// started the copy; nothing else may read it.
+static LogicalResult verifyFutureUses(Operation *op, Value future) {
+  unsigned waits = 0;
+  for (OpOperand &use : future.getUses()) {
+    Operation *user = use.getOwner();
+    if (!isa<WaitOp>(user))
+      return op->emitOpError()
+             << "future may only be read by 'offload.wait', not by '"
+             << user->getName() << "'";
+    if (user->getBlock() != op->getBlock())
+      return op->emitOpError()
+             << "future must be waited in the block that starts the copy";
+    if (++waits > 1)
+      return op->emitOpError() << "future is waited more than once";
+  }
+  return success();
+}
+
+LogicalResult OffloadStartOp::verify() {
+  if (failed(verifySameTensorContents(*this, getSource().getType(),
+                                      getFuture().getType().getValueType())))
+    return failure();
+  return verifyFutureUses(*this, getFuture());
+}
+
+LogicalResult LoadStartOp::verify() {
+  if (failed(verifySameTensorContents(*this, getSource().getType(),
+                                      getFuture().getType().getValueType())))
+    return failure();
+  return verifyFutureUses(*this, getFuture());
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+#define GET_TYPEDEF_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadOpsTypes.cpp.inc"
+
+void OffloadDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "offload/Dialect/Offload/IR/OffloadOpsTypes.cpp.inc"
+      >();
 }
 
 #define GET_OP_CLASSES

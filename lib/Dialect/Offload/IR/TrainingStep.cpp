@@ -132,7 +132,7 @@ BlockArgument TrainingStep::getBackwardArgument(unsigned i) const {
 
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {
   WalkResult result = region.walk([](Operation *op) {
-    if (isa<LoadToGpuOp, CallOpInterface>(op) ||
+    if (isa<LoadToGpuOp, LoadStartOp, CallOpInterface>(op) ||
         op->hasTrait<OpTrait::IsTerminator>())
       return WalkResult::advance();
     for (OpOperand &operand : op->getOpOperands()) {
@@ -141,8 +141,9 @@ LogicalResult mlir::offload::verifyHostValueUses(Region &region) {
       InFlightDiagnostic diag =
           op->emitOpError() << "reads host-resident operand #"
                             << operand.getOperandNumber()
-                            << "; only 'offload.load_to_gpu', terminators "
-                               "and calls may read host memory";
+                            << "; only 'offload.load_to_gpu', "
+                               "'offload.load_start', terminators and calls "
+                               "may read host memory";
       diag.attachNote(operand.get().getLoc()) << "host value defined here";
       return WalkResult::interrupt();
     }

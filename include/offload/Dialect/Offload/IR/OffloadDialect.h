@@ -34,6 +34,9 @@ RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 } // namespace offload
 } // namespace mlir
 
+#define GET_TYPEDEF_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadOpsTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOps.h.inc"
 

@@ -28,6 +28,7 @@ def Offload_Dialect : Dialect {
     The verifier checks this contract wherever the attributes appear.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
@@ -38,6 +39,12 @@ def Offload_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
     static constexpr ::llvm::StringLiteral kSelectedAttrName = "offload.selected";
     static constexpr ::llvm::StringLiteral kKeptAttrName = "offload.kept";
+
+  private:
+    /// Registers the types of OffloadOps.td (in OffloadTypes.cpp).
+    void registerTypes();
+
+  public:
   }];
 }
 

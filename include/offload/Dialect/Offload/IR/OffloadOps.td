@@ -31,6 +31,45 @@ def Offload_HostMemoryAttr : Offload_Attr<"HostMemory", "host"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Offload_FutureType : TypeDef<Offload_Dialect, "Future"> {
+  let mnemonic = "future";
+  let summary = "A value that an asynchronous copy is still producing";
+  let description = [{
+    `!offload.future<T>` is the handle of a copy in flight that will produce
+    a value of type `T` (a ranked tensor, host- or device-resident). It is
+    made by `offload.offload_start` or `offload.load_start` and consumed by
+    at most one `offload.wait`, which yields the `T`:
+
+    ```mlir
+    %f = offload.offload_start %x
+        : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
+    %h = offload.wait %f : !offload.future<tensor<8x1024xbf16, #offload.host>>
+    ```
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$valueType);
+  let assemblyFormat = "`<` $valueType `>`";
+}
+
+def Offload_HostFuture : Type<
+    And<[CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
+         CPred<"::mlir::offload::isHostTensorType(::llvm::cast<"
+               "::mlir::offload::FutureType>($_self).getValueType())">]>,
+    "future of a host-resident tensor", "::mlir::offload::FutureType">;
+
+def Offload_DeviceFuture : Type<
+    And<[CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
+         CPred<"!::mlir::offload::isHostTensorType(::llvm::cast<"
+               "::mlir::offload::FutureType>($_self).getValueType())">]>,
+    "future of a device-resident tensor", "::mlir::offload::FutureType">;
+
+def Offload_AnyFuture : Type<
+    CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
+    "future", "::mlir::offload::FutureType">;
+
+//===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
 
@@ -87,6 +126,86 @@ def Offload_LoadToGpuOp : Offload_Op<"load_to_gpu", [Pure]> {
   let results = (outs Offload_DeviceTensor:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous forms
+//===----------------------------------------------------------------------===//
+
+def Offload_OffloadStartOp : Offload_Op<"offload_start",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Starts copying a device tensor to pinned host memory";
+  let description = [{
+    The asynchronous form of `offload.offload_to_cpu`: starts the
+    device-to-host copy of `source` on the copy stream and returns a future
+    of the host tensor. The copy runs while later ops compute; the device
+    memory of `source` is released once the copy has completed (the runtime
+    frees it in stream order), so the op is placed right after the last
+    device use of `source`. `offload.wait` on the future yields the host
+    tensor; it orders only the readers of the host value after the copy,
+    not the compute that follows it.
+
+    The op has memory effects so that no cleanup merges or drops a copy.
+
+    Example:
+
+    ```mlir
+    %f = offload.offload_start %x
+        : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
+    ```
+  }];
+  let arguments = (ins Offload_DeviceTensor:$source);
+  let results = (outs Offload_HostFuture:$future);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` qualified(type($future))";
+  let hasVerifier = 1;
+}
+
+def Offload_LoadStartOp : Offload_Op<"load_start",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Starts copying a host tensor back to device memory";
+  let description = [{
+    The asynchronous form of `offload.load_to_gpu`: allocates device memory
+    for the result and starts the host-to-device copy on the copy stream.
+    The op is hoisted ahead of the value's first real consumer so the copy
+    overlaps compute; the matching `offload.wait` stays right before that
+    consumer and stalls the compute stream only if the copy is not done.
+
+    Example:
+
+    ```mlir
+    %f = offload.load_start %h
+        : tensor<8x1024xbf16, #offload.host> -> !offload.future<tensor<8x1024xbf16>>
+    ```
+  }];
+  let arguments = (ins Offload_HostTensor:$source);
+  let results = (outs Offload_DeviceFuture:$future);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` qualified(type($future))";
+  let hasVerifier = 1;
+}
+
+def Offload_WaitOp : Offload_Op<"wait", [
+    Pure,
+    TypesMatchWith<"result type is the value type of the future",
+                   "future", "result",
+                   "::llvm::cast<::mlir::offload::FutureType>($_self).getValueType()">]> {
+  let summary = "Waits for an asynchronous copy and yields its value";
+  let description = [{
+    Yields the value a copy started by `offload.offload_start` or
+    `offload.load_start` produces, once the copy has completed. Every future
+    is waited at most once, in the block that started it; readers of the
+    result are ordered after the copy. For a load, the compute stream stalls
+    here until the copy is done (exposed copy time); for an offload, only
+    readers of the host value (the return, then the backward's loads) wait.
+
+    Example:
+
+    ```mlir
+    %x = offload.wait %f : !offload.future<tensor<8x1024xbf16>>
+    ```
+  }];
+  let arguments = (ins Offload_AnyFuture:$future);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
 
 #endif // OFFLOAD_DIALECT_OFFLOAD_OFFLOADOPS_TD

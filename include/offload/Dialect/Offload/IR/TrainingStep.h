@@ -66,8 +66,8 @@ private:
 };
 
 /// Checks that every host-resident value in `region` is read only by
-/// `offload.load_to_gpu`, a terminator, or a call; emits an error at the
-/// first offending user otherwise.
+/// `offload.load_to_gpu`, `offload.load_start`, a terminator, or a call;
+/// emits an error at the first offending user otherwise.
 LogicalResult verifyHostValueUses(Region &region);
 
 } // namespace offload

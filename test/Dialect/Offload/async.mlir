@@ -1,0 +1,107 @@
+// RUN: offload-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: offload-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | offload-opt -split-input-file | FileCheck %s
+
+// The asynchronous copies round-trip; wait infers its result type.
+// CHECK-LABEL: func @round_trip
+// CHECK: %[[F:.*]] = offload.offload_start %{{.*}} : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
+// CHECK: %[[H:.*]] = offload.wait %[[F]] : !offload.future<tensor<8x1024xbf16, #offload.host>>
+// CHECK: %[[G:.*]] = offload.load_start %[[H]] : tensor<8x1024xbf16, #offload.host> -> !offload.future<tensor<8x1024xbf16>>
+// CHECK: %[[D:.*]] = offload.wait %[[G]] : !offload.future<tensor<8x1024xbf16>>
+// CHECK: return %[[D]]
+func.func @round_trip(%x: tensor<8x1024xbf16>) -> tensor<8x1024xbf16> {
+  %f = offload.offload_start %x : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
+  %h = offload.wait %f : !offload.future<tensor<8x1024xbf16, #offload.host>>
+  %g = offload.load_start %h : tensor<8x1024xbf16, #offload.host> -> !offload.future<tensor<8x1024xbf16>>
+  %d = offload.wait %g : !offload.future<tensor<8x1024xbf16>>
+  return %d : tensor<8x1024xbf16>
+}
+
+// -----
+
+// A training step may read host values through load_start.
+// CHECK-LABEL: func @backward
+// CHECK: offload.load_start %arg0
+func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32, #offload.host>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<4xf32>
+  %f = offload.offload_start %e : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  %n = math.exp %x : tensor<4xf32>
+  %h = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  return %n, %h : tensor<4xf32>, tensor<4xf32, #offload.host>
+}
+func.func @backward(%s: tensor<4xf32, #offload.host>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  %f = offload.load_start %s : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32>>
+  %a = math.exp %g : tensor<4xf32>
+  %v = offload.wait %f : !offload.future<tensor<4xf32>>
+  %b = arith.mulf %a, %v : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @offload_start_host_value(%h: tensor<4xf32, #offload.host>) {
+  // expected-error @+1 {{operand #0 must be device-resident ranked tensor}}
+  %f = offload.offload_start %h : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32, #offload.host>>
+  return
+}
+
+// -----
+
+func.func @offload_start_device_future(%x: tensor<4xf32>) {
+  // expected-error @+1 {{result #0 must be future of a host-resident tensor}}
+  %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32>>
+  return
+}
+
+// -----
+
+func.func @load_start_host_future(%h: tensor<4xf32, #offload.host>) {
+  // expected-error @+1 {{result #0 must be future of a device-resident tensor}}
+  %f = offload.load_start %h : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32, #offload.host>>
+  return
+}
+
+// -----
+
+func.func @load_start_shape_mismatch(%h: tensor<4xf32, #offload.host>) {
+  // expected-error @+1 {{result 'tensor<8xf32>' must have the shape and element type of source 'tensor<4xf32, #offload.host>'}}
+  %f = offload.load_start %h : tensor<4xf32, #offload.host> -> !offload.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+func.func @waited_twice(%x: tensor<4xf32>) {
+  // expected-error @+1 {{future is waited more than once}}
+  %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  %a = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  %b = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  return
+}
+
+// -----
+
+func.func @future_returned(%x: tensor<4xf32>) -> !offload.future<tensor<4xf32, #offload.host>> {
+  // expected-error @+1 {{future may only be read by 'offload.wait', not by 'func.return'}}
+  %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  return %f : !offload.future<tensor<4xf32, #offload.host>>
+}
+
+// -----
+
+func.func @waited_in_other_block(%x: tensor<4xf32>, %c: i1) {
+  // expected-error @+1 {{future must be waited in the block that starts the copy}}
+  %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  scf.if %c {
+    %a = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  }
+  return
+}
+
+// -----
+
+func.func @wait_wrong_result(%f: !offload.future<tensor<4xf32>>) {
+  // expected-error @+1 {{result type is the value type of the future}}
+  %a = "offload.wait"(%f) : (!offload.future<tensor<4xf32>>) -> tensor<8xf32>
+  return
+}
