@@ -8,6 +8,8 @@
 #define OFFLOAD_INITALL_H
 
 #include "offload/Analysis/Views.h"
+#include "offload/Conversion/Passes.h"
+#include "offload/Dialect/Offload/Transforms/BufferizableOpInterfaceImpl.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Trace/IR/TraceDialect.h"
 #include "offload/Transforms/Passes.h"
@@ -22,11 +24,14 @@ namespace offload {
 inline void registerAllOffloadDialects(DialectRegistry &registry) {
   registry.insert<OffloadDialect, trace::TraceDialect, tensor::TensorDialect>();
   registerTensorViewExternalModels(registry);
+  registerBufferizableOpInterfaceExternalModels(registry);
+  registerConvertOffloadToLLVMInterface(registry);
 }
 
 /// Every pass of the project and the `offload-activations` pipeline.
 inline void registerAllOffloadPasses() {
   registerOffloadPasses();
+  registerOffloadConversionPasses();
   registerOffloadPipeline();
 }
 

@@ -17,6 +17,7 @@
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir {
@@ -103,6 +104,16 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
       forward.cloneTypeWith(forward.getArgumentTypes(), resultTypes));
   backward.setType(
       backward.cloneTypeWith(backwardInputs, backward.getResultTypes()));
+
+  // A driver in the module that calls forward and hands the saved results to
+  // backward keeps verifying: its calls of forward return the host values.
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(forward, forward->getParentOp())) {
+    for (const SymbolTable::SymbolUse &use : *uses)
+      if (auto call = dyn_cast<CallOpInterface>(use.getUser()))
+        for (auto [result, type] : llvm::zip(call->getResults(), resultTypes))
+          result.setType(type);
+  }
   return success();
 }
 

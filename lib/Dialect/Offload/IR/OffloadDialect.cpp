@@ -24,6 +24,10 @@ void OffloadDialect::initialize() {
 #define GET_OP_LIST
 #include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "offload/Dialect/Offload/IR/OffloadBufferOps.cpp.inc"
+      >();
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
@@ -47,6 +51,12 @@ RankedTensorType mlir::offload::getHostTensorType(RankedTensorType type) {
 
 RankedTensorType mlir::offload::getDeviceTensorType(RankedTensorType type) {
   return RankedTensorType::get(type.getShape(), type.getElementType());
+}
+
+bool mlir::offload::isHostMemRefType(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  return memref && memref.getLayout().isIdentity() &&
+         isa_and_nonnull<HostMemoryAttr>(memref.getMemorySpace());
 }
 
 //===----------------------------------------------------------------------===//

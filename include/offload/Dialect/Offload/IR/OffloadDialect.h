@@ -31,6 +31,10 @@ RankedTensorType getHostTensorType(RankedTensorType deviceType);
 /// The device-resident counterpart of a host tensor type.
 RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 
+/// True for a memref in the `#offload.host` memory space with an identity
+/// layout (what bufferizing a host tensor produces).
+bool isHostMemRefType(Type type);
+
 } // namespace offload
 } // namespace mlir
 
@@ -39,5 +43,8 @@ RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOps.h.inc"
+
+#define GET_OP_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadBufferOps.h.inc"
 
 #endif // OFFLOAD_DIALECT_OFFLOAD_IR_OFFLOADDIALECT_H

@@ -1,0 +1,279 @@
+//===- OffloadToLLVM.cpp - Lowering the copies to offload_rt --------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// Guarantees: after the pass no offload op and no `#offload.host` memory space
+// is left; every copy is a call of the offload_rt MLIR wrappers with the
+// compute stream as argument, and a load's device buffer is used only after
+// the call that makes the compute stream wait for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Conversion/OffloadToLLVM/OffloadToLLVM.h"
+#include "offload/Conversion/Passes.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_CONVERTOFFLOADTOLLVM
+#include "offload/Conversion/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+namespace {
+/// The offload_rt entry points the lowered code calls; declared once per
+/// module on first use (like GPUToLLVM's FunctionCallBuilder).
+struct RuntimeFunction {
+  StringRef name;
+  enum Kind { Ptr, I64, Void } result;
+  SmallVector<Kind, 4> args;
+};
+
+const RuntimeFunction kComputeStream = {"offload_rt_mlir_compute_stream",
+                                        RuntimeFunction::Ptr,
+                                        {}};
+const RuntimeFunction kOffloadStart = {
+    "offload_rt_mlir_offload_start",
+    RuntimeFunction::Ptr,
+    {RuntimeFunction::Ptr, RuntimeFunction::I64, RuntimeFunction::Ptr}};
+const RuntimeFunction kHostData = {"offload_rt_mlir_host_data",
+                                   RuntimeFunction::Ptr,
+                                   {RuntimeFunction::Ptr}};
+const RuntimeFunction kLoadStart = {
+    "offload_rt_mlir_load_start",
+    RuntimeFunction::Ptr,
+    {RuntimeFunction::Ptr, RuntimeFunction::I64, RuntimeFunction::Ptr}};
+const RuntimeFunction kWait = {"offload_rt_mlir_wait",
+                               RuntimeFunction::Ptr,
+                               {RuntimeFunction::Ptr, RuntimeFunction::Ptr}};
+const RuntimeFunction kFreeHost = {"offload_rt_mlir_free_host",
+                                   RuntimeFunction::Void,
+                                   {RuntimeFunction::Ptr}};
+
+Value callRuntime(ConversionPatternRewriter &rewriter, Operation *op,
+                  const RuntimeFunction &fn, ValueRange args) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto toType = [&](RuntimeFunction::Kind kind) -> Type {
+    switch (kind) {
+    case RuntimeFunction::Ptr:
+      return LLVM::LLVMPointerType::get(ctx);
+    case RuntimeFunction::I64:
+      return IntegerType::get(ctx, 64);
+    case RuntimeFunction::Void:
+      return LLVM::LLVMVoidType::get(ctx);
+    }
+    llvm_unreachable("unknown runtime type");
+  };
+  SmallVector<Type> argTypes = llvm::map_to_vector(fn.args, toType);
+  Type resultType = toType(fn.result);
+  auto module = op->getParentOfType<ModuleOp>();
+  FailureOr<LLVM::LLVMFuncOp> func = LLVM::lookupOrCreateFn(
+      rewriter, module, fn.name, argTypes, resultType);
+  assert(succeeded(func) && "runtime function declared with another type");
+  auto call = LLVM::CallOp::create(rewriter, op->getLoc(), *func, args);
+  return fn.result == RuntimeFunction::Void ? Value() : call.getResult();
+}
+
+/// Shape, strides and byte size of a buffer with identity layout whose
+/// dynamic sizes are read from `descriptor`.
+struct BufferGeometry {
+  SmallVector<Value> sizes, strides;
+  Value bytes;
+};
+
+template <typename OpTy>
+class CopyLowering : public ConvertOpToLLVMPattern<OpTy> {
+public:
+  using ConvertOpToLLVMPattern<OpTy>::ConvertOpToLLVMPattern;
+
+protected:
+  BufferGeometry getGeometry(MemRefType type, Value descriptor, Location loc,
+                             ConversionPatternRewriter &rewriter) const {
+    MemRefDescriptor desc(descriptor);
+    SmallVector<Value> dynamicSizes;
+    for (auto [i, size] : llvm::enumerate(type.getShape()))
+      if (ShapedType::isDynamic(size))
+        dynamicSizes.push_back(desc.size(rewriter, loc, i));
+    BufferGeometry geometry;
+    this->getMemRefDescriptorSizes(loc, type, dynamicSizes, rewriter,
+                                   geometry.sizes, geometry.strides,
+                                   geometry.bytes);
+    return geometry;
+  }
+};
+
+class OffloadBufferLowering : public CopyLowering<OffloadBufferOp> {
+public:
+  using CopyLowering::CopyLowering;
+
+  LogicalResult
+  matchAndRewrite(OffloadBufferOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType sourceType = op.getSource().getType();
+    MemRefType resultType = op.getResult().getType();
+    BufferGeometry geometry =
+        getGeometry(sourceType, adaptor.getSource(), loc, rewriter);
+    Value source = MemRefDescriptor(adaptor.getSource())
+                       .bufferPtr(rewriter, loc, *getTypeConverter(),
+                                  sourceType);
+    Value stream = callRuntime(rewriter, op, kComputeStream, {});
+    Value handle = callRuntime(rewriter, op, kOffloadStart,
+                               {source, geometry.bytes, stream});
+    Value data = callRuntime(rewriter, op, kHostData, {handle});
+    Value result = createMemRefDescriptor(loc, resultType, handle, data,
+                                          geometry.sizes, geometry.strides,
+                                          rewriter);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+class LoadBufferLowering : public CopyLowering<LoadBufferOp> {
+public:
+  using CopyLowering::CopyLowering;
+
+  LogicalResult
+  matchAndRewrite(LoadBufferOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType resultType = op.getResult().getType();
+    BufferGeometry geometry =
+        getGeometry(op.getSource().getType(), adaptor.getSource(), loc,
+                    rewriter);
+    Value handle = MemRefDescriptor(adaptor.getSource()).allocatedPtr(rewriter,
+                                                                      loc);
+    Value stream = callRuntime(rewriter, op, kComputeStream, {});
+    Value token = callRuntime(rewriter, op, kLoadStart,
+                              {handle, geometry.bytes, stream});
+    Value device = callRuntime(rewriter, op, kWait, {token, stream});
+    Value result = createMemRefDescriptor(loc, resultType, device, device,
+                                          geometry.sizes, geometry.strides,
+                                          rewriter);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Returns a host block to the pinned pool.
+class HostDeallocLowering : public ConvertOpToLLVMPattern<memref::DeallocOp> {
+public:
+  HostDeallocLowering(const LLVMTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/2) {}
+
+  LogicalResult
+  matchAndRewrite(memref::DeallocOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isHostMemRefType(op.getMemref().getType()))
+      return rewriter.notifyMatchFailure(op, "not a host buffer");
+    Value handle = MemRefDescriptor(adaptor.getMemref())
+                       .allocatedPtr(rewriter, op.getLoc());
+    callRuntime(rewriter, op, kFreeHost, {handle});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::offload::populateOffloadMemorySpaceConversion(
+    TypeConverter &typeConverter) {
+  typeConverter.addTypeAttributeConversion(
+      [](BaseMemRefType type, HostMemoryAttr) -> Attribute {
+        return IntegerAttr::get(IntegerType::get(type.getContext(), 64), 0);
+      });
+}
+
+void mlir::offload::populateOffloadToLLVMConversionPatterns(
+    LLVMTypeConverter &typeConverter, RewritePatternSet &patterns) {
+  populateOffloadMemorySpaceConversion(typeConverter);
+  patterns.add<OffloadBufferLowering, LoadBufferLowering, HostDeallocLowering>(
+      typeConverter);
+}
+
+namespace {
+struct OffloadToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
+  using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
+
+  void populateConvertToLLVMConversionPatterns(
+      ConversionTarget &target, LLVMTypeConverter &typeConverter,
+      RewritePatternSet &patterns) const final {
+    target.addIllegalDialect<OffloadDialect>();
+    populateOffloadToLLVMConversionPatterns(typeConverter, patterns);
+  }
+};
+} // namespace
+
+void mlir::offload::registerConvertOffloadToLLVMInterface(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, OffloadDialect *dialect) {
+    dialect->addInterfaces<OffloadToLLVMDialectInterface>();
+  });
+}
+
+/// Drops `#offload.host` from every memref type left in `op`: once the copies
+/// are calls, a host buffer is an ordinary descriptor.
+static void eraseHostMemorySpace(Operation *op) {
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([](MemRefType type) -> std::optional<Type> {
+    if (!isa_and_nonnull<HostMemoryAttr>(type.getMemorySpace()))
+      return std::nullopt;
+    return MemRefType::get(type.getShape(), type.getElementType(),
+                           type.getLayout());
+  });
+  replacer.recursivelyReplaceElementsIn(op, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+}
+
+namespace {
+struct ConvertOffloadToLLVM
+    : public offload::impl::ConvertOffloadToLLVMBase<ConvertOffloadToLLVM> {
+  void runOnOperation() override {
+    // Tensor-level copies must have been bufferized first.
+    WalkResult leftover = getOperation().walk([](Operation *op) {
+      if (isa<OffloadToCpuOp, LoadToGpuOp>(op)) {
+        op->emitError() << "cannot lower '" << op->getName()
+                        << "' on tensors; run one-shot-bufferize first";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (leftover.wasInterrupted())
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    LLVMTypeConverter typeConverter(ctx);
+    RewritePatternSet patterns(ctx);
+    populateOffloadToLLVMConversionPatterns(typeConverter, patterns);
+
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<LLVM::LLVMDialect>();
+    target.addIllegalOp<OffloadBufferOp, LoadBufferOp>();
+    target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
+      return !isHostMemRefType(op.getMemref().getType());
+    });
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      return signalPassFailure();
+
+    eraseHostMemorySpace(getOperation());
+  }
+};
+} // namespace

@@ -1,0 +1,73 @@
+// RUN: offload-opt %s -split-input-file -convert-offload-to-llvm -verify-diagnostics | FileCheck %s
+
+// Offload: one call for the compute stream, then the D2H start with the
+// buffer's address, its size in bytes and that stream. The host buffer's
+// descriptor holds the handle (allocated) and the pinned data (aligned).
+// CHECK-LABEL: func @offload
+// CHECK: %[[BYTES:.*]] = llvm.ptrtoint
+// CHECK: %[[PTR:.*]] = llvm.extractvalue %{{.*}}[1]
+// CHECK: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream() : () -> !llvm.ptr
+// CHECK-NEXT: %[[H:.*]] = llvm.call @offload_rt_mlir_offload_start(%[[PTR]], %[[BYTES]], %[[S]]) : (!llvm.ptr, i64, !llvm.ptr) -> !llvm.ptr
+// CHECK-NEXT: %[[D:.*]] = llvm.call @offload_rt_mlir_host_data(%[[H]]) : (!llvm.ptr) -> !llvm.ptr
+// CHECK: llvm.insertvalue %[[H]], %{{.*}}[0]
+// CHECK-NEXT: llvm.insertvalue %[[D]], %{{.*}}[1]
+// CHECK: return %{{.*}} : memref<8x16xbf16>
+func.func @offload(%d: memref<8x16xbf16>) -> memref<8x16xbf16, #offload.host> {
+  %h = offload.offload_buffer %d : memref<8x16xbf16> -> memref<8x16xbf16, #offload.host>
+  return %h : memref<8x16xbf16, #offload.host>
+}
+
+// -----
+
+// Load: start on the H2D stream, then the wait that makes the compute
+// stream (the same value) wait; the buffer comes from the wait.
+// CHECK-LABEL: func @load
+// CHECK: %[[H:.*]] = llvm.extractvalue %{{.*}}[0]
+// CHECK: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
+// CHECK-NEXT: %[[T:.*]] = llvm.call @offload_rt_mlir_load_start(%[[H]], %{{.*}}, %[[S]]) : (!llvm.ptr, i64, !llvm.ptr) -> !llvm.ptr
+// CHECK-NEXT: %[[B:.*]] = llvm.call @offload_rt_mlir_wait(%[[T]], %[[S]]) : (!llvm.ptr, !llvm.ptr) -> !llvm.ptr
+// CHECK: llvm.insertvalue %[[B]], %{{.*}}[0]
+// CHECK-NEXT: llvm.insertvalue %[[B]], %{{.*}}[1]
+func.func @load(%h: memref<8x16xbf16, #offload.host>) -> memref<8x16xbf16> {
+  %d = offload.load_buffer %h : memref<8x16xbf16, #offload.host> -> memref<8x16xbf16>
+  return %d : memref<8x16xbf16>
+}
+
+// -----
+
+// Order is preserved: offload before load; a host dealloc frees the block;
+// no #offload.host is left.
+// CHECK-LABEL: func @round_trip
+// CHECK-NOT: #offload.host
+// CHECK: llvm.call @offload_rt_mlir_offload_start
+// CHECK: llvm.call @offload_rt_mlir_load_start
+// CHECK: llvm.call @offload_rt_mlir_wait
+// CHECK: llvm.call @offload_rt_mlir_free_host(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK-NOT: memref.dealloc
+// CHECK-NOT: #offload.host
+func.func @round_trip(%d: memref<4xf32>) -> memref<4xf32> {
+  %h = offload.offload_buffer %d : memref<4xf32> -> memref<4xf32, #offload.host>
+  %l = offload.load_buffer %h : memref<4xf32, #offload.host> -> memref<4xf32>
+  memref.dealloc %h : memref<4xf32, #offload.host>
+  return %l : memref<4xf32>
+}
+
+// -----
+
+// Dynamic sizes come from the source descriptor.
+// CHECK-LABEL: func @dynamic
+// CHECK: %[[N:.*]] = llvm.extractvalue %{{.*}}[3, 0]
+// CHECK: llvm.mul %{{.*}}, %[[N]]
+// CHECK: llvm.call @offload_rt_mlir_offload_start
+func.func @dynamic(%d: memref<?x16xf32>) -> memref<?x16xf32, #offload.host> {
+  %h = offload.offload_buffer %d : memref<?x16xf32> -> memref<?x16xf32, #offload.host>
+  return %h : memref<?x16xf32, #offload.host>
+}
+
+// -----
+
+func.func @not_bufferized(%x: tensor<4xf32>) -> tensor<4xf32, #offload.host> {
+  // expected-error @+1 {{cannot lower 'offload.offload_to_cpu' on tensors; run one-shot-bufferize first}}
+  %h = offload.offload_to_cpu %x : tensor<4xf32> -> tensor<4xf32, #offload.host>
+  return %h : tensor<4xf32, #offload.host>
+}
