@@ -1,0 +1,54 @@
+/*===- offload_rt_mlir.h - Entry points for compiled code ---------*- C -*-===*
+ *
+ * Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+ *
+ *===----------------------------------------------------------------------===*
+ *
+ * What -convert-offload-to-llvm emits calls to. They use the process-default
+ * context (offload_rt_default_context) and report a failing call on stderr and
+ * abort: compiled code has no way to handle an error. A host buffer is passed
+ * around as its handle (offload_rt_host_buffer*).
+ *
+ * The compute stream: a framework that runs the compiled step on a stream sets
+ * it for the calling thread with offload_rt_mlir_set_compute_stream. If none
+ * is set, the calling thread itself is the compute stream (CPU-executed code,
+ * as in the JIT tests): offload_rt_mlir_wait then blocks the thread until the
+ * copy is done, since the thread reads the buffer right after.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef OFFLOAD_RT_OFFLOAD_RT_MLIR_H
+#define OFFLOAD_RT_OFFLOAD_RT_MLIR_H
+
+#include "offload_rt/offload_rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+OFFLOAD_RT_EXPORT void offload_rt_mlir_set_compute_stream(void *stream);
+/* The stream set for this thread, or NULL (the thread computes itself). */
+OFFLOAD_RT_EXPORT void *offload_rt_mlir_compute_stream(void);
+
+/* Starts the D2H copy of `bytes` at device_ptr behind the work on `stream`;
+ * returns the host buffer's handle. The stream never waits for it. */
+OFFLOAD_RT_EXPORT void *offload_rt_mlir_offload_start(void *device_ptr,
+                                                      int64_t bytes,
+                                                      void *stream);
+/* The pinned copy's address (NULL while it is kept on the device). */
+OFFLOAD_RT_EXPORT void *offload_rt_mlir_host_data(void *handle);
+/* Starts the H2D copy into new stream-ordered device memory; returns a token
+ * for offload_rt_mlir_wait. */
+OFFLOAD_RT_EXPORT void *offload_rt_mlir_load_start(void *handle, int64_t bytes,
+                                                   void *stream);
+/* Makes `stream` wait for the load (device side; the thread itself when
+ * stream is NULL) and returns the loaded device buffer. */
+OFFLOAD_RT_EXPORT void *offload_rt_mlir_wait(void *token, void *stream);
+/* Returns the host buffer to the pinned pool once its copies are done. */
+OFFLOAD_RT_EXPORT void offload_rt_mlir_free_host(void *handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OFFLOAD_RT_OFFLOAD_RT_MLIR_H */

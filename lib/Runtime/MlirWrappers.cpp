@@ -1,0 +1,102 @@
+//===- MlirWrappers.cpp - Entry points for compiled code ------------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// Thin wrappers over the C API for code lowered by -convert-offload-to-llvm,
+// in the shape of MLIR's CudaRuntimeWrappers: each names the call that failed
+// and aborts, since compiled code cannot handle errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload_rt/offload_rt_mlir.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+thread_local void *computeStream = nullptr;
+
+void check(offload_rt_status status, const char *call) {
+  if (status >= 0)
+    return;
+  std::fprintf(stderr, "offload_rt: %s failed: %s\n", call,
+               offload_rt_last_error());
+  std::abort();
+}
+
+offload_rt_context *context() {
+  offload_rt_context *ctx = offload_rt_default_context();
+  if (!ctx) {
+    std::fprintf(stderr, "offload_rt: no default context: %s\n",
+                 offload_rt_last_error());
+    std::abort();
+  }
+  return ctx;
+}
+
+/// A started load: the token to wait for and the buffer it fills.
+struct PendingLoad {
+  offload_rt_token *token;
+  void *device;
+};
+} // namespace
+
+extern "C" {
+
+void offload_rt_mlir_set_compute_stream(void *stream) {
+  computeStream = stream;
+}
+
+void *offload_rt_mlir_compute_stream(void) { return computeStream; }
+
+void *offload_rt_mlir_offload_start(void *device_ptr, int64_t bytes,
+                                    void *stream) {
+  offload_rt_host_buffer *buffer = nullptr;
+  check(offload_rt_offload(context(), device_ptr, static_cast<size_t>(bytes),
+                           stream, &buffer),
+        "offload_rt_offload");
+  return buffer;
+}
+
+void *offload_rt_mlir_host_data(void *handle) {
+  void *data = nullptr;
+  check(offload_rt_host_data(context(),
+                             static_cast<offload_rt_host_buffer *>(handle),
+                             /*wait=*/0, &data),
+        "offload_rt_host_data");
+  return data;
+}
+
+void *offload_rt_mlir_load_start(void *handle, int64_t bytes, void *stream) {
+  auto *pending = new PendingLoad{nullptr, nullptr};
+  check(offload_rt_load_start(context(),
+                              static_cast<offload_rt_host_buffer *>(handle),
+                              /*device_dst=*/nullptr,
+                              static_cast<size_t>(bytes), stream,
+                              &pending->device, &pending->token),
+        "offload_rt_load_start");
+  return pending;
+}
+
+void *offload_rt_mlir_wait(void *token, void *stream) {
+  auto *pending = static_cast<PendingLoad *>(token);
+  void *device = pending->device;
+  offload_rt_context *ctx = context();
+  check(offload_rt_wait(ctx, pending->token, stream), "offload_rt_wait");
+  delete pending;
+  // No stream: this thread computes, and reads the buffer next.
+  if (!stream)
+    check(offload_rt_stream_synchronize(ctx, nullptr),
+          "offload_rt_stream_synchronize");
+  return device;
+}
+
+void offload_rt_mlir_free_host(void *handle) {
+  check(offload_rt_free_host(context(),
+                             static_cast<offload_rt_host_buffer *>(handle)),
+        "offload_rt_free_host");
+}
+
+} // extern "C"

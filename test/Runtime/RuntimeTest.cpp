@@ -1,0 +1,782 @@
+//===- RuntimeTest.cpp - offload_rt through its C API ---------------------===//
+//
+// Every test runs on the backend OFFLOAD_RT_BACKEND names (sim by default).
+// The sim runs copies slowly where a test needs a window in which a missing
+// wait would show (sim_copy_latency_us), and its freeAsync poisons memory, so
+// an ordering bug reads as wrong bytes. Tests that need such a window, or the
+// sim's failure injection, say so and are skipped on cuda.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "offload_rt/offload_rt_sim.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <algorithm>
+#include <thread>
+
+using namespace offload_rt_test;
+
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+#define EXPECT_OK(call) EXPECT_EQ((call), OFFLOAD_RT_SUCCESS) << offload_rt_last_error()
+#define ASSERT_OK(call) ASSERT_EQ((call), OFFLOAD_RT_SUCCESS) << offload_rt_last_error()
+
+class Runtime : public testing::Test {
+protected:
+  /// Creates the context (and a compute stream) with `opts`.
+  void start(const offload_rt_options &opts) {
+    ctx = makeContext(opts);
+    ASSERT_TRUE(ctx != nullptr);
+    ASSERT_OK(offload_rt_stream_create(ctx.get(), &stream));
+  }
+  /// Sim copies take at least `us` each: the window in which a missing wait
+  /// would be seen.
+  static offload_rt_options slowCopies(double us) {
+    offload_rt_options o = testOptions();
+    o.sim_copy_latency_us = us;
+    return o;
+  }
+  void TearDown() override {
+    if (ctx && stream) {
+      EXPECT_OK(offload_rt_stream_destroy(ctx.get(), stream));
+    }
+    ctx.reset();
+  }
+  offload_rt_stats stats() {
+    offload_rt_stats s{};
+    EXPECT_OK(offload_rt_get_stats(ctx.get(), &s));
+    return s;
+  }
+  std::vector<uint8_t> hostBytes(offload_rt_host_buffer *buf, size_t n) {
+    void *p = nullptr;
+    EXPECT_OK(offload_rt_host_data(ctx.get(), buf, 1, &p));
+    if (!p)
+      return {};
+    auto *b = static_cast<uint8_t *>(p);
+    return std::vector<uint8_t>(b, b + n);
+  }
+
+  ContextPtr ctx;
+  void *stream = nullptr;
+};
+
+//===--- round trips ------------------------------------------------------===//
+
+TEST_F(Runtime, RoundTripPreservesBytes) {
+  start(testOptions());
+  auto data = pattern(100003, 1); // odd size: not a multiple of anything
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  offload_rt_host_buffer *buf = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &buf));
+  ASSERT_TRUE(buf != nullptr);
+  void *back = nullptr;
+  ASSERT_OK(offload_rt_load(ctx.get(), buf, nullptr, data.size(), stream,
+                            &back));
+  ASSERT_TRUE(back != nullptr);
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, data.size()) == data);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), back, stream));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+  EXPECT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+}
+
+TEST_F(Runtime, SplitStartAndWaitIntoCallerBuffer) {
+  start(slowCopies(2000));
+  auto data = pattern(65536, 2);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  offload_rt_host_buffer *buf = nullptr;
+  offload_rt_token *offloaded = nullptr, *loaded = nullptr;
+  ASSERT_OK(offload_rt_offload_start(ctx.get(), dev, data.size(), stream, &buf,
+                                     &offloaded));
+  ASSERT_OK(offload_rt_wait(ctx.get(), offloaded, stream));
+  void *dst = nullptr, *out = nullptr;
+  ASSERT_OK(offload_rt_device_alloc(ctx.get(), data.size(), stream, &dst));
+  ASSERT_OK(offload_rt_load_start(ctx.get(), buf, dst, data.size(), stream,
+                                  &out, &loaded));
+  EXPECT_EQ(out, dst);
+  ASSERT_OK(offload_rt_wait(ctx.get(), loaded, stream));
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, dst, data.size()) == data);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dst, stream));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+  EXPECT_EQ(stats().waits, 2u);
+}
+
+// Several threads, each with its own compute stream, keep a few buffers on
+// the host at a time and load them back in random order.
+TEST_F(Runtime, ManyConcurrentRoundTripsKeepTheirBytes) {
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = 4 * kMiB; // small: growth happens concurrently
+  start(opts);
+  constexpr int kThreads = 4, kIterations = 60;
+  std::atomic<int> mismatches{0}, failures{0};
+  auto worker = [&](int t) {
+    offload_rt_context *c = ctx.get();
+    void *s = nullptr;
+    if (offload_rt_stream_create(c, &s) != OFFLOAD_RT_SUCCESS) {
+      ++failures;
+      return;
+    }
+    std::mt19937 rng(100 + t);
+    struct Held {
+      std::vector<uint8_t> data;
+      offload_rt_host_buffer *buf;
+    };
+    std::deque<Held> held;
+    auto loadOne = [&](size_t index) {
+      Held h = std::move(held[index]);
+      held.erase(held.begin() + index);
+      void *back = nullptr;
+      if (offload_rt_load(c, h.buf, nullptr, h.data.size(), s, &back) < 0) {
+        ++failures;
+        return;
+      }
+      if (hostFrom(c, s, back, h.data.size()) != h.data)
+        ++mismatches;
+      if (offload_rt_free_host(c, h.buf) < 0 ||
+          offload_rt_device_free(c, back, s) < 0)
+        ++failures;
+    };
+    for (int i = 0; i < kIterations; ++i) {
+      size_t bytes = 1 + rng() % (1 << 20);
+      Held h{pattern(bytes, t * 1000 + i), nullptr};
+      void *dev = deviceFrom(c, s, h.data);
+      if (offload_rt_offload(c, dev, bytes, s, &h.buf) != OFFLOAD_RT_SUCCESS ||
+          offload_rt_free_device_after_copy(c, h.buf) < 0) {
+        ++failures;
+        continue;
+      }
+      held.push_back(std::move(h));
+      if (held.size() > 4 || rng() % 3 == 0)
+        loadOne(rng() % held.size());
+    }
+    while (!held.empty())
+      loadOne(0);
+    if (offload_rt_stream_destroy(c, s) < 0)
+      ++failures;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back(worker, t);
+  for (auto &th : threads)
+    th.join();
+  EXPECT_EQ(failures.load(), 0) << offload_rt_last_error();
+  EXPECT_EQ(mismatches.load(), 0);
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.d2h_copies, uint64_t(kThreads * kIterations));
+  EXPECT_EQ(s.h2d_copies, uint64_t(kThreads * kIterations));
+  EXPECT_EQ(s.fallbacks, 0u);
+  EXPECT_EQ(s.pinned_in_use_bytes, 0u);
+  EXPECT_EQ(s.host_live_bytes, 0u);
+  EXPECT_EQ(s.device_releases, uint64_t(kThreads * kIterations));
+}
+
+//===--- ordering guarantees ----------------------------------------------===//
+
+namespace {
+void sleepMs(void *ms) {
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(reinterpret_cast<intptr_t>(ms)));
+}
+} // namespace
+
+// Guarantee 1: the D2H copy waits for the compute stream's earlier work.
+TEST_F(Runtime, OffloadSeesWritesEnqueuedBeforeIt) {
+  start(testOptions());
+  auto before = pattern(32768, 3), after = pattern(32768, 4);
+  void *dev = deviceFrom(ctx.get(), stream, before);
+  // Compute is busy for 50 ms, then overwrites the buffer.
+  ASSERT_OK(offload_rt_stream_enqueue_host_fn(ctx.get(), stream, sleepMs,
+                                              reinterpret_cast<void *>(50)));
+  ASSERT_OK(offload_rt_memcpy_async(ctx.get(), dev, after.data(), after.size(),
+                                    stream));
+  offload_rt_host_buffer *buf = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, after.size(), stream, &buf));
+  EXPECT_TRUE(hostBytes(buf, after.size()) == after);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+// Guarantee 2 and 3: the load waits for its (slow) offload, and the compute
+// stream's next work waits for the load.
+TEST_F(Runtime, LoadWaitsForOffloadAndComputeWaitsForLoad) {
+  start(slowCopies(30000));
+  auto data = pattern(200000, 5);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  offload_rt_host_buffer *buf = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &buf));
+  void *back = nullptr;
+  ASSERT_OK(offload_rt_load(ctx.get(), buf, nullptr, data.size(), stream,
+                            &back));
+  // Enqueued right away on compute: must run after both copies.
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, data.size()) == data);
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.waits, 1u);
+  if (isSim(ctx.get())) { // compute stood still for most of two copies
+    EXPECT_GT(s.wait_ms, 30.0);
+  }
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), back, stream));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+struct ReleaseProbe {
+  const uint8_t *host = nullptr;
+  std::vector<uint8_t> expected;
+  const void *device = nullptr;
+  std::atomic<int> calls{0};
+  std::atomic<bool> copyWasComplete{false}, rightPointer{false};
+};
+
+void probeRelease(void *device, void *user) {
+  auto *p = static_cast<ReleaseProbe *>(user);
+  p->rightPointer = device == p->device;
+  p->copyWasComplete =
+      p->host && std::memcmp(p->host, p->expected.data(), p->expected.size()) == 0;
+  ++p->calls;
+}
+
+// Guarantee 4, callback form: the release runs only once the copy finished.
+TEST_F(Runtime, ReleaseCallbackRunsOnlyAfterTheCopy) {
+  start(slowCopies(50000));
+  ReleaseProbe probe;
+  probe.expected = pattern(4096, 6);
+  void *dev = deviceFrom(ctx.get(), stream, probe.expected);
+  probe.device = dev;
+  offload_rt_host_buffer *buf = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, 4096, stream, &buf));
+  void *host = nullptr;
+  ASSERT_OK(offload_rt_host_data(ctx.get(), buf, 0, &host));
+  probe.host = static_cast<const uint8_t *>(host);
+  ASSERT_OK(offload_rt_release_device_after_copy(ctx.get(), buf, probeRelease,
+                                                 &probe));
+  ASSERT_OK(offload_rt_poll(ctx.get()));
+  if (isSim(ctx.get())) { // the copy takes 50 ms: too early to release
+    EXPECT_EQ(probe.calls.load(), 0);
+  }
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(probe.calls.load(), 1);
+  EXPECT_TRUE(probe.copyWasComplete.load());
+  EXPECT_TRUE(probe.rightPointer.load());
+  EXPECT_EQ(stats().device_releases, 1u);
+  // A second hand-over of the same device buffer is refused.
+  EXPECT_EQ(offload_rt_free_device_after_copy(ctx.get(), buf),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+// Guarantee 4, stream-ordered form: the sim poisons freed memory, so a free
+// that overtook the copy would leave poison in the host copy.
+TEST_F(Runtime, StreamOrderedFreeFollowsTheCopy) {
+  start(slowCopies(20000));
+  auto data = pattern(1 << 16, 7);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  offload_rt_host_buffer *buf = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &buf));
+  ASSERT_OK(offload_rt_free_device_after_copy(ctx.get(), buf));
+  EXPECT_TRUE(hostBytes(buf, data.size()) == data);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+}
+
+// Guarantee 5: a freed host buffer's block is not reused while a load still
+// reads it. The pool holds one block, so the next offload must wait for it.
+TEST_F(Runtime, FreedBlockIsNotReusedBeforeItsLoadCompletes) {
+  offload_rt_options opts = slowCopies(40000);
+  opts.pool_initial_bytes = 4096;
+  opts.pool_growable = 0;
+  start(opts);
+  auto a = pattern(4096, 8), b = pattern(4096, 9);
+  void *devA = deviceFrom(ctx.get(), stream, a);
+  void *devB = deviceFrom(ctx.get(), stream, b);
+  offload_rt_host_buffer *bufA = nullptr, *bufB = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), devA, 4096, stream, &bufA));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  void *back = nullptr;
+  offload_rt_token *loading = nullptr;
+  ASSERT_OK(offload_rt_load_start(ctx.get(), bufA, nullptr, 4096, stream,
+                                  &back, &loading));
+  ASSERT_OK(offload_rt_free_host(ctx.get(), bufA)); // load still running
+  ASSERT_OK(offload_rt_offload(ctx.get(), devB, 4096, stream, &bufB));
+  ASSERT_OK(offload_rt_wait(ctx.get(), loading, stream));
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, 4096) == a);
+  EXPECT_TRUE(hostBytes(bufB, 4096) == b);
+  if (isSim(ctx.get())) {
+    EXPECT_EQ(stats().pool_stalls, 1u);
+  }
+  EXPECT_EQ(stats().fallbacks, 0u);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), bufB));
+  for (void *p : {back, devA, devB})
+    EXPECT_OK(offload_rt_device_free(ctx.get(), p, stream));
+}
+
+TEST_F(Runtime, MaxInFlightThrottlesTheHost) {
+  if (testOptions().backend != OFFLOAD_RT_BACKEND_SIM)
+    GTEST_SKIP() << "needs slow sim copies to keep copies in flight";
+  offload_rt_options opts = slowCopies(20000);
+  opts.max_in_flight = 2;
+  start(opts);
+  auto data = pattern(1024, 10);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  std::vector<offload_rt_host_buffer *> bufs(5);
+  for (auto &b : bufs)
+    ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &b));
+  EXPECT_EQ(stats().throttles, 3u);
+  for (auto *b : bufs) {
+    EXPECT_TRUE(hostBytes(b, data.size()) == data);
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+  }
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+//===--- pool exhaustion --------------------------------------------------===//
+
+TEST_F(Runtime, ExhaustedPoolKeepsOnDeviceAndWarnsOnce) {
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = kMiB;
+  opts.pool_growable = 0;
+  start(opts);
+  auto data = pattern(768 * 1024, 11);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  offload_rt_host_buffer *first = nullptr, *kept = nullptr, *kept2 = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &first));
+
+  StderrCapture err;
+  EXPECT_EQ(offload_rt_offload(ctx.get(), dev, data.size(), stream, &kept),
+            OFFLOAD_RT_KEPT_ON_DEVICE);
+  EXPECT_EQ(offload_rt_offload(ctx.get(), dev, data.size(), stream, &kept2),
+            OFFLOAD_RT_KEPT_ON_DEVICE);
+  std::string warning = err.take();
+  EXPECT_TRUE(contains(warning, "pinned pool exhausted")) << warning;
+  EXPECT_EQ(warning.find("pinned pool exhausted"),
+            warning.rfind("pinned pool exhausted"))
+      << "warned more than once: " << warning;
+  ASSERT_TRUE(kept != nullptr);
+
+  // Code that ignores the status still loads the right bytes.
+  void *back = nullptr;
+  ASSERT_OK(offload_rt_load(ctx.get(), kept, nullptr, data.size(), stream,
+                            &back));
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, data.size()) == data);
+  void *host = &host;
+  EXPECT_OK(offload_rt_host_data(ctx.get(), kept, 1, &host));
+  EXPECT_EQ(host, nullptr);
+
+  // Its device buffer is the data: released at free_host, not after "copy".
+  ReleaseProbe probe;
+  probe.device = dev;
+  ASSERT_OK(offload_rt_release_device_after_copy(ctx.get(), kept,
+                                                 probeRelease, &probe));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(probe.calls.load(), 0);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), kept));
+  EXPECT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  EXPECT_EQ(probe.calls.load(), 1);
+
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.fallbacks, 2u);
+  EXPECT_EQ(s.d2h_copies, 1u);
+  EXPECT_EQ(s.pinned_reserved_bytes, kMiB);
+  for (auto *b : {first, kept2})
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), back, stream));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+/// Activations saved by one transformer layer (bf16 unless noted), for a
+/// model of width `d`, MLP width `f`, `kv` key/value width, `t` tokens.
+std::vector<size_t> layerActivations(size_t t, size_t d, size_t f, size_t kv,
+                                     size_t heads) {
+  return {
+      t * d * 2,     // layer input
+      t * 4,         // rmsnorm 1/rms (fp32)
+      t * d * 2,     // q
+      t * kv * 2,    // k
+      t * kv * 2,    // v
+      heads * t * 4, // attention log-sum-exp (fp32)
+      t * d * 2,     // attention output
+      t * d * 2,     // residual
+      t * 4,         // rmsnorm 2
+      t * f * 2,     // gate
+      t * f * 2,     // up
+      t * f * 2,     // silu(gate) * up
+  };
+}
+
+/// A small Llama-shaped model: 6 layers, 256 tokens, width 2048.
+std::vector<size_t> transformerActivations(size_t tokens = 256) {
+  std::vector<size_t> sizes;
+  for (int layer = 0; layer < 6; ++layer)
+    for (size_t s : layerActivations(tokens, 2048, 5632, 512, 16))
+      sizes.push_back(s);
+  return sizes;
+}
+
+uint64_t planned(const std::vector<size_t> &sizes) {
+  uint64_t total = 0;
+  for (size_t s : sizes)
+    total += (s + 255) / 256 * 256;
+  return total;
+}
+
+class Workload : public Runtime {
+protected:
+  /// One training step: forward offloads every activation; backward loads
+  /// them in reverse order and frees each host copy after its load.
+  void step(const std::vector<size_t> &sizes) {
+    size_t largest = *std::max_element(sizes.begin(), sizes.end());
+    if (largest > srcBytes) {
+      if (src) {
+        EXPECT_OK(offload_rt_device_free(ctx.get(), src, stream));
+      }
+      src = deviceFrom(ctx.get(), stream, pattern(largest, 12));
+      srcBytes = largest;
+    }
+    std::vector<offload_rt_host_buffer *> saved;
+    for (size_t bytes : sizes) {
+      offload_rt_host_buffer *b = nullptr;
+      ASSERT_OK(offload_rt_offload(ctx.get(), src, bytes, stream, &b));
+      saved.push_back(b);
+    }
+    void *dst = nullptr;
+    ASSERT_OK(offload_rt_device_alloc(ctx.get(), largest, stream, &dst));
+    for (size_t i = saved.size(); i-- > 0;) {
+      void *out = nullptr;
+      ASSERT_OK(offload_rt_load(ctx.get(), saved[i], dst, sizes[i], stream,
+                                &out));
+      ASSERT_OK(offload_rt_free_host(ctx.get(), saved[i]));
+    }
+    ASSERT_OK(offload_rt_device_free(ctx.get(), dst, stream));
+    ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+    ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  }
+  /// Reserved pinned bytes over the most bytes ever offloaded at once.
+  double reservedOverPeak() {
+    offload_rt_stats s = stats();
+    double ratio =
+        double(s.pinned_reserved_bytes) / double(s.host_peak_live_bytes);
+    std::fprintf(stderr, "reserved %llu / peak %llu = %.4f (%llu chunks)\n",
+                 (unsigned long long)s.pinned_reserved_bytes,
+                 (unsigned long long)s.host_peak_live_bytes, ratio,
+                 (unsigned long long)s.pool_chunks);
+    return ratio;
+  }
+  void TearDown() override {
+    if (src) {
+      EXPECT_OK(offload_rt_device_free(ctx.get(), src, stream));
+    }
+    Runtime::TearDown();
+  }
+  void *src = nullptr;
+  size_t srcBytes = 0;
+};
+
+// With the pool sized from the plan (what the compiler passes), nothing grows
+// and nothing is reserved beyond the plan.
+TEST_F(Workload, PlannedPoolNeverGrows) {
+  std::vector<size_t> sizes = transformerActivations();
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = planned(sizes);
+  opts.pool_growable = 0;
+  start(opts);
+  for (int i = 0; i < 2; ++i)
+    step(sizes);
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.pool_grows, 0u);
+  EXPECT_EQ(s.pool_chunks, 1u);
+  EXPECT_EQ(s.fallbacks, 0u);
+  EXPECT_EQ(s.pinned_reserved_bytes, planned(sizes));
+  EXPECT_LE(reservedOverPeak(), 1.001);
+}
+
+// A plan that underestimates by half: the pool grows in the first step only,
+// and stays within 1.15x of the peak (no power-of-two rounding).
+TEST_F(Workload, UnderestimatedPlanGrowsWithin115Percent) {
+  std::vector<size_t> sizes = transformerActivations();
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = planned(sizes) / 2;
+  start(opts);
+  step(sizes);
+  uint64_t grows = stats().pool_grows;
+  EXPECT_GT(grows, 0u);
+  step(sizes);
+  step(sizes);
+  EXPECT_EQ(stats().pool_grows, grows) << "steady state grew";
+  EXPECT_EQ(stats().fallbacks, 0u);
+  EXPECT_LE(reservedOverPeak(), 1.15);
+}
+
+// No plan at all: the pool grows from empty, in ~30 chunks, not per tensor.
+TEST_F(Workload, EmptyPoolGrowsWithin115Percent) {
+  std::vector<size_t> sizes = transformerActivations();
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = 0;
+  start(opts);
+  step(sizes);
+  uint64_t grows = stats().pool_grows;
+  EXPECT_LT(grows, sizes.size() / 2);
+  step(sizes);
+  step(sizes);
+  EXPECT_EQ(stats().pool_grows, grows) << "steady state grew";
+  EXPECT_EQ(stats().fallbacks, 0u);
+  EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+  EXPECT_LE(reservedOverPeak(), 1.15);
+}
+
+// Shapes that grow between steps (a longer sequence) leave chunks too small
+// for the new sizes; those are released rather than kept beside new ones.
+TEST_F(Workload, GrowingShapesDoNotPileUpChunks) {
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = 0;
+  start(opts);
+  std::vector<size_t> one = {8 * kMiB};
+  step(one);
+  step({9 * kMiB});
+  step({10 * kMiB});
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.pool_chunks, 1u);
+  EXPECT_EQ(s.pinned_reserved_bytes, 10 * kMiB);
+}
+
+//===--- statistics -------------------------------------------------------===//
+
+TEST_F(Runtime, StatsCountBytesCopiesTimesAndPeaks) {
+  start(slowCopies(10000));
+  auto data = pattern(64 * 1024, 14);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  std::vector<offload_rt_host_buffer *> bufs(3);
+  for (auto &b : bufs)
+    ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &b));
+  void *dst = nullptr;
+  ASSERT_OK(offload_rt_device_alloc(ctx.get(), data.size(), stream, &dst));
+  for (int i = 0; i < 2; ++i) {
+    void *out = nullptr;
+    ASSERT_OK(offload_rt_load(ctx.get(), bufs[i], dst, data.size(), stream,
+                              &out));
+  }
+  ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.d2h_copies, 3u);
+  EXPECT_EQ(s.h2d_copies, 2u);
+  EXPECT_EQ(s.d2h_bytes, 3u * data.size());
+  EXPECT_EQ(s.h2d_bytes, 2u * data.size());
+  EXPECT_EQ(s.waits, 2u);
+  EXPECT_GT(s.d2h_ms, 0.0);
+  EXPECT_GT(s.h2d_ms, 0.0);
+  if (isSim(ctx.get())) { // each copy takes >= 10 ms
+    EXPECT_GE(s.d2h_ms, 3 * 9.5);
+    EXPECT_GE(s.h2d_ms, 2 * 9.5);
+  }
+  EXPECT_EQ(s.pinned_peak_in_use_bytes, 3u * data.size());
+  EXPECT_EQ(s.host_peak_live_bytes, 3u * data.size());
+  for (auto *b : bufs)
+    ASSERT_OK(offload_rt_free_host(ctx.get(), b));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  s = stats();
+  EXPECT_EQ(s.pinned_in_use_bytes, 0u);
+  EXPECT_EQ(s.host_live_bytes, 0u);
+  EXPECT_EQ(s.pinned_peak_in_use_bytes, 3u * data.size());
+
+  FILE *out = std::tmpfile();
+  ASSERT_TRUE(out != nullptr);
+  EXPECT_OK(offload_rt_print_summary(ctx.get(), out));
+  std::rewind(out);
+  char text[4096] = {};
+  size_t n = std::fread(text, 1, sizeof(text) - 1, out);
+  std::fclose(out);
+  EXPECT_TRUE(contains(std::string(text, n), "device->host")) << text;
+  EXPECT_TRUE(contains(std::string(text, n), "compute-stream waits: 2")) << text;
+
+  EXPECT_OK(offload_rt_reset_stats(ctx.get()));
+  s = stats();
+  EXPECT_EQ(s.d2h_copies, 0u);
+  EXPECT_EQ(s.pinned_peak_in_use_bytes, 0u);
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dst, stream));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+//===--- handle checks and errors -----------------------------------------===//
+
+TEST_F(Runtime, DoubleReleaseAndUseAfterReleaseAreReported) {
+  start(testOptions()); // testOptions turns checks on
+  auto data = pattern(512, 15);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  offload_rt_host_buffer *buf = nullptr;
+  offload_rt_token *token = nullptr;
+  ASSERT_OK(offload_rt_offload_start(ctx.get(), dev, data.size(), stream, &buf,
+                                     &token));
+  ASSERT_OK(offload_rt_free_host(ctx.get(), buf));
+
+  EXPECT_EQ(offload_rt_free_host(ctx.get(), buf),
+            OFFLOAD_RT_ERROR_INVALID_HANDLE);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "double release"))
+      << offload_rt_last_error();
+  void *out = nullptr;
+  EXPECT_EQ(offload_rt_load(ctx.get(), buf, nullptr, data.size(), stream, &out),
+            OFFLOAD_RT_ERROR_INVALID_HANDLE);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "use after release"))
+      << offload_rt_last_error();
+
+  // A token outlives its buffer's release, and is consumed by one wait.
+  EXPECT_OK(offload_rt_wait(ctx.get(), token, stream));
+  EXPECT_EQ(offload_rt_wait(ctx.get(), token, stream),
+            OFFLOAD_RT_ERROR_INVALID_HANDLE);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "already waited"))
+      << offload_rt_last_error();
+
+  int notAHandle = 0;
+  EXPECT_EQ(offload_rt_free_host(
+                ctx.get(), reinterpret_cast<offload_rt_host_buffer *>(&notAHandle)),
+            OFFLOAD_RT_ERROR_INVALID_HANDLE);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "not a host buffer"))
+      << offload_rt_last_error();
+  EXPECT_EQ(offload_rt_free_host(ctx.get(), nullptr),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
+TEST_F(Runtime, InvalidArgumentsAreNamed) {
+  start(testOptions());
+  offload_rt_host_buffer *buf = nullptr;
+  EXPECT_EQ(offload_rt_offload(ctx.get(), nullptr, 16, stream, &buf),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "offload_rt_offload_start: device_ptr is NULL");
+  auto data = pattern(256, 16);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, 256, stream, &buf));
+  void *out = nullptr;
+  EXPECT_EQ(offload_rt_load(ctx.get(), buf, nullptr, 257, stream, &out),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "257 bytes requested"))
+      << offload_rt_last_error();
+  // The copy may still be reading dev: hand it over instead of freeing it.
+  EXPECT_OK(offload_rt_free_device_after_copy(ctx.get(), buf));
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+}
+
+TEST_F(Runtime, BackendFailuresNameTheCallAndCorruptNothing) {
+  if (testOptions().backend != OFFLOAD_RT_BACKEND_SIM)
+    GTEST_SKIP() << "failure injection is a sim feature";
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = kMiB;
+  start(opts);
+  auto data = pattern(4096, 17);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+
+  // A failed copy returns its block to the pool and no handle.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaMemcpyAsync", 1));
+  offload_rt_host_buffer *buf = nullptr;
+  EXPECT_EQ(offload_rt_offload(ctx.get(), dev, data.size(), stream, &buf),
+            OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "cudaMemcpyAsync failed: injected failure (sim)");
+  EXPECT_EQ(buf, nullptr);
+  EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+
+  // The context keeps working; a failed load leaves the buffer loadable.
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev, data.size(), stream, &buf));
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaMallocAsync", 1));
+  void *back = nullptr;
+  EXPECT_EQ(offload_rt_load(ctx.get(), buf, nullptr, data.size(), stream,
+                            &back),
+            OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "cudaMallocAsync failed: injected failure (sim)");
+  ASSERT_OK(offload_rt_load(ctx.get(), buf, nullptr, data.size(), stream,
+                            &back));
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, data.size()) == data);
+
+  // A reservation that cannot be pinned says so.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaHostAlloc", 1));
+  EXPECT_EQ(offload_rt_reserve(ctx.get(), 8 * kMiB),
+            OFFLOAD_RT_ERROR_OUT_OF_MEMORY);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "cudaHostAlloc failed"))
+      << offload_rt_last_error();
+
+  // Failed growth falls back to keeping the buffer on the device.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaHostAlloc", 1));
+  std::vector<uint8_t> big = pattern(2 * kMiB, 18);
+  void *devBig = deviceFrom(ctx.get(), stream, big);
+  offload_rt_host_buffer *kept = nullptr;
+  StderrCapture err;
+  EXPECT_EQ(offload_rt_offload(ctx.get(), devBig, big.size(), stream, &kept),
+            OFFLOAD_RT_KEPT_ON_DEVICE);
+  std::string warning = err.take();
+  EXPECT_TRUE(contains(warning, "cudaHostAlloc failed")) << warning;
+
+  for (auto *b : {buf, kept})
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+  for (void *p : {back, dev, devBig})
+    EXPECT_OK(offload_rt_device_free(ctx.get(), p, stream));
+}
+
+TEST_F(Runtime, CudaFailureNamesTheCall) {
+  start(testOptions());
+  void *p = nullptr;
+  // An impossible allocation fails cleanly (no sticky device error).
+  EXPECT_EQ(offload_rt_device_alloc(ctx.get(), size_t(1) << 60, stream, &p),
+            OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_TRUE(contains(offload_rt_last_error(), "cudaMallocAsync failed: "))
+      << offload_rt_last_error();
+}
+
+//===--- contexts and options ---------------------------------------------===//
+
+TEST(DefaultContext, NullContextMeansTheProcessDefault) {
+  offload_rt_options opts = testOptions();
+  ASSERT_OK(offload_rt_init(&opts));
+  EXPECT_EQ(offload_rt_init(&opts), OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  void *stream = nullptr;
+  ASSERT_OK(offload_rt_stream_create(nullptr, &stream));
+  auto data = pattern(1000, 19);
+  void *dev = deviceFrom(nullptr, stream, data);
+  offload_rt_host_buffer *buf = nullptr;
+  ASSERT_OK(offload_rt_offload(nullptr, dev, data.size(), stream, &buf));
+  void *back = nullptr;
+  ASSERT_OK(offload_rt_load(nullptr, buf, nullptr, data.size(), stream, &back));
+  EXPECT_TRUE(hostFrom(nullptr, stream, back, data.size()) == data);
+  EXPECT_OK(offload_rt_free_host(nullptr, buf));
+  EXPECT_OK(offload_rt_device_free(nullptr, back, stream));
+  EXPECT_OK(offload_rt_device_free(nullptr, dev, stream));
+  EXPECT_OK(offload_rt_stream_destroy(nullptr, stream));
+  EXPECT_OK(offload_rt_shutdown());
+}
+
+TEST(Options, EnvironmentSetsDefaults) {
+  setenv("OFFLOAD_RT_POOL_BYTES", "1.5G", 1);
+  setenv("OFFLOAD_RT_POOL_GROWABLE", "0", 1);
+  setenv("OFFLOAD_RT_MAX_IN_FLIGHT", "8", 1);
+  offload_rt_options opts;
+  offload_rt_options_init(&opts);
+  EXPECT_EQ(opts.pool_initial_bytes, 3 * 512 * kMiB);
+  EXPECT_EQ(opts.pool_growable, 0);
+  EXPECT_EQ(opts.max_in_flight, 8u);
+  setenv("OFFLOAD_RT_POOL_BYTES", "64MiB", 1);
+  offload_rt_options_init(&opts);
+  EXPECT_EQ(opts.pool_initial_bytes, 64 * kMiB);
+  {
+    StderrCapture err;
+    setenv("OFFLOAD_RT_POOL_BYTES", "lots", 1);
+    offload_rt_options_init(&opts);
+    EXPECT_TRUE(contains(err.take(), "ignoring OFFLOAD_RT_POOL_BYTES=lots"));
+  }
+  EXPECT_EQ(opts.pool_initial_bytes, 0u);
+  unsetenv("OFFLOAD_RT_POOL_BYTES");
+  unsetenv("OFFLOAD_RT_POOL_GROWABLE");
+  unsetenv("OFFLOAD_RT_MAX_IN_FLIGHT");
+}
+
+} // namespace
