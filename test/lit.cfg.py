@@ -18,6 +18,39 @@ config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%offload_libs", config.offload_libs_dir))
 config.substitutions.append(("%offload_src", config.offload_src_root))
 
+# From traced IR to the LLVM dialect: the pipeline documented in
+# docs/lowering.md, after the (optional) offload pipeline.
+config.substitutions.append(
+    (
+        "%{to-llvm}",
+        "--convert-elementwise-to-linalg"
+        " --one-shot-bufferize='bufferize-function-boundaries"
+        " use-encoding-for-memory-space"
+        " function-boundary-type-conversion=identity-layout-map'"
+        " --convert-offload-to-llvm --convert-linalg-to-loops"
+        " --convert-scf-to-cf --expand-strided-metadata --lower-affine"
+        " --finalize-memref-to-llvm --convert-math-to-llvm"
+        " --convert-arith-to-llvm --convert-func-to-llvm"
+        " --convert-cf-to-llvm --reconcile-unrealized-casts",
+    )
+)
+# JIT execution against offload_rt (host-simulation backend in CI).
+config.substitutions.append(
+    (
+        "%mlir_runner",
+        "%s -e main -entry-point-result=void -shared-libs=%s,%s,%s"
+        % (
+            os.path.join(config.llvm_tools_dir, "mlir-runner"),
+            os.path.join(config.offload_libs_dir, "Runtime",
+                         "liboffload_rt" + config.llvm_shlib_ext),
+            os.path.join(config.llvm_tools_dir, "..", "lib",
+                         "libmlir_c_runner_utils" + config.llvm_shlib_ext),
+            os.path.join(config.llvm_tools_dir, "..", "lib",
+                         "libmlir_runner_utils" + config.llvm_shlib_ext),
+        ),
+    )
+)
+
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 # not, count and FileCheck come from the LLVM tools directory.
