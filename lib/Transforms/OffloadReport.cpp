@@ -5,12 +5,18 @@
 //===----------------------------------------------------------------------===//
 //
 // Reads the IR only: which saved results are returned through an
-// `offload.offload_to_cpu`, after which forward op, how many bytes, and which
-// backward op their load precedes; why the others stay (`offload.kept`).
+// `offload.offload_to_cpu` (or an `offload.offload_start` and its wait), after
+// which forward op, how many bytes, which backward op their load precedes
+// and, for split loads, where the load starts; why the others stay
+// (`offload.kept`). The cost model (StepModel) adds each load's predicted
+// exposed time and, per step, the predicted peak device memory and step time
+// without offload and with the copies in the IR.
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassDeviceProfile.h"
 #include "offload/Analysis/SavedActivations.h"
+#include "offload/Analysis/StepSimulation.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -45,11 +51,23 @@ struct SavedEntry {
   std::string keptReason;
   Position offloadAfter;
   Position loadBefore;
+  /// Where a split load starts (the op it is issued before).
+  Position loadStart;
+  double exposedSeconds = 0;
+};
+
+/// The cost model's predictions for one step.
+struct Prediction {
+  std::string device;
+  int64_t peakBefore = 0, peakAfter = 0;
+  double stepBefore = 0, stepAfter = 0, exposedAfter = 0;
+  int64_t d2hBytes = 0, h2dBytes = 0;
 };
 
 struct StepReport {
   std::string forward, backward;
   std::vector<SavedEntry> saved;
+  Prediction prediction;
 };
 } // namespace
 
@@ -66,6 +84,12 @@ static std::string formatBytes(std::optional<int64_t> bytes) {
   if (unit == 0)
     return llvm::formatv("{0} B", *bytes).str();
   return llvm::formatv("{0:f1} {1}", value, units[unit]).str();
+}
+
+static std::string formatSeconds(double seconds) {
+  if (seconds < 1e-3)
+    return llvm::formatv("{0:f1} us", seconds * 1e6).str();
+  return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
 }
 
 static std::string typeToString(Type type) {
@@ -94,7 +118,33 @@ static Position positionOf(Operation *op, const OpIndex &index) {
   return position;
 }
 
-static StepReport buildReport(const TrainingStep &step) {
+static bool isCopyOp(Operation *op) {
+  return isa_and_nonnull<OffloadToCpuOp, OffloadStartOp, LoadToGpuOp,
+                         LoadStartOp, WaitOp>(op);
+}
+
+/// The first op after `op` that is not a copy or a wait.
+static Operation *nextComputeOp(Operation *op) {
+  Operation *next = op->getNextNode();
+  while (isCopyOp(next))
+    next = next->getNextNode();
+  return next;
+}
+
+/// The device value an offloaded saved value was copied from, and the op
+/// that started the copy; null if `value` is not an offload's result.
+static std::pair<Value, Operation *> getOffloadSource(Value value) {
+  if (auto wait = value.getDefiningOp<WaitOp>())
+    if (auto start = wait.getFuture().getDefiningOp<OffloadStartOp>())
+      return {start.getSource(), start};
+  if (auto offload = value.getDefiningOp<OffloadToCpuOp>())
+    return {offload.getSource(), offload};
+  return {nullptr, nullptr};
+}
+
+static StepReport buildReport(const TrainingStep &step,
+                              const StepModel *model,
+                              const SimulationResult *simulated) {
   OpIndex index;
   indexOps(step.getForward().getFunctionBody().front(), index);
   indexOps(step.getBackward().getFunctionBody().front(), index);
@@ -107,25 +157,30 @@ static StepReport buildReport(const TrainingStep &step) {
     SavedEntry entry;
     entry.result = step.getSavedResultIndex(i);
     Value value = step.getSavedValue(i);
-    if (auto offload = value.getDefiningOp<OffloadToCpuOp>()) {
+    if (auto [source, offload] = getOffloadSource(value); offload) {
       entry.offloaded = true;
-      Value source = offload.getSource();
       entry.type = typeToString(source.getType());
       entry.producer = describeProducer(source);
       entry.bytes = getTensorSizeInBytes(source.getType());
       // Offloads placed after the same op, and loads before the same op,
       // stand in a row; report the compute op they follow or precede.
       Operation *after = offload->getPrevNode();
-      while (isa_and_nonnull<OffloadToCpuOp>(after))
+      while (isCopyOp(after))
         after = after->getPrevNode();
       entry.offloadAfter = positionOf(after, index);
       for (Operation *user : step.getBackwardArgument(i).getUsers()) {
-        if (!isa<LoadToGpuOp>(user))
-          continue;
-        Operation *before = user->getNextNode();
-        while (isa_and_nonnull<LoadToGpuOp>(before))
-          before = before->getNextNode();
-        entry.loadBefore = positionOf(before, index);
+        if (isa<LoadToGpuOp>(user)) {
+          entry.loadBefore = positionOf(nextComputeOp(user), index);
+        } else if (auto start = dyn_cast<LoadStartOp>(user)) {
+          entry.loadStart = positionOf(nextComputeOp(start), index);
+          for (Operation *wait : start.getFuture().getUsers())
+            entry.loadBefore = positionOf(nextComputeOp(wait), index);
+        }
+      }
+      if (model && simulated) {
+        int load = model->getPlanInIR().loadOf[i];
+        if (load >= 0)
+          entry.exposedSeconds = simulated->exposedPerCopy[load];
       }
     } else {
       entry.type = typeToString(value.getType());
@@ -140,6 +195,20 @@ static StepReport buildReport(const TrainingStep &step) {
   return report;
 }
 
+static Prediction predict(const StepModel &model, const SimulationResult &before,
+                          const SimulationResult &after, StringRef device) {
+  Prediction prediction;
+  prediction.device = device.str();
+  prediction.peakBefore = before.peakBytes;
+  prediction.stepBefore = before.stepSeconds;
+  prediction.peakAfter = after.peakBytes;
+  prediction.stepAfter = after.stepSeconds;
+  prediction.exposedAfter = after.exposedSeconds;
+  prediction.d2hBytes = after.d2hBytes;
+  prediction.h2dBytes = after.h2dBytes;
+  return prediction;
+}
+
 static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
   for (const StepReport &report : reports) {
     int64_t offloadedBytes = 0, keptBytes = 0;
@@ -152,12 +221,15 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                         "results offloaded\n",
                         report.forward, report.backward, offloaded,
                         report.saved.size());
-    os << llvm::formatv("{0,6}  {1,-40}  {2,-28}  {3,10}  {4,-40}  {5}\n",
+    os << llvm::formatv("{0,6}  {1,-40}  {2,-28}  {3,10}  {4,-40}  {5,-40}  "
+                        "{6,-40}  {7}\n",
                         "result", "producer", "type", "bytes",
                         "offloaded after (forward op #)",
-                        "loaded before (backward op #)");
+                        "loaded before (backward op #)",
+                        "load starts before (backward op #)",
+                        "predicted exposed");
     for (const SavedEntry &e : report.saved) {
-      std::string where, load;
+      std::string where, load, start, exposed;
       if (e.offloaded) {
         where = e.offloadAfter.index < 0
                     ? std::string("function entry")
@@ -169,18 +241,34 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                    : llvm::formatv("#{0} {1}", e.loadBefore.index,
                                    e.loadBefore.op)
                          .str();
+        start = e.loadStart.index < 0
+                    ? load
+                    : llvm::formatv("#{0} {1}", e.loadStart.index,
+                                    e.loadStart.op)
+                          .str();
+        exposed = formatSeconds(e.exposedSeconds);
       } else {
         where = "kept: " + e.keptReason;
       }
-      os << llvm::formatv("{0,6}  {1,-40}  {2,-28}  {3,10}  {4,-40}  {5}\n",
+      os << llvm::formatv("{0,6}  {1,-40}  {2,-28}  {3,10}  {4,-40}  {5,-40}  "
+                          "{6,-40}  {7}\n",
                           e.result, e.producer, e.type, formatBytes(e.bytes),
-                          where, load);
+                          where, load, start, exposed);
     }
     os << llvm::formatv("total: offloaded {0} values, {1}; kept {2} values, "
                         "{3}\n",
                         offloaded, formatBytes(offloadedBytes),
                         report.saved.size() - offloaded,
                         formatBytes(keptBytes));
+    const Prediction &p = report.prediction;
+    os << llvm::formatv("predicted ({0}): moved {1} to host and {2} back; "
+                        "peak device memory {3} -> {4}; step {5} -> {6} "
+                        "(exposed copies {7})\n",
+                        p.device, formatBytes(p.d2hBytes),
+                        formatBytes(p.h2dBytes), formatBytes(p.peakBefore),
+                        formatBytes(p.peakAfter), formatSeconds(p.stepBefore),
+                        formatSeconds(p.stepAfter),
+                        formatSeconds(p.exposedAfter));
   }
 }
 
@@ -205,6 +293,9 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
       if (e.offloaded) {
         entry["offload_after"] = toJson(e.offloadAfter);
         entry["load_before"] = toJson(e.loadBefore);
+        entry["load_start"] = toJson(e.loadStart.index < 0 ? e.loadBefore
+                                                           : e.loadStart);
+        entry["exposed_seconds"] = e.exposedSeconds;
         offloadedBytes += e.bytes.value_or(0);
         ++offloaded;
       } else {
@@ -217,7 +308,17 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
         {"backward", report.backward},
         {"saved", std::move(saved)},
         {"offloaded_values", offloaded},
-        {"offloaded_bytes", offloadedBytes}});
+        {"offloaded_bytes", offloadedBytes},
+        {"predicted",
+         llvm::json::Object{
+             {"device", report.prediction.device},
+             {"d2h_bytes", report.prediction.d2hBytes},
+             {"h2d_bytes", report.prediction.h2dBytes},
+             {"peak_bytes_before", report.prediction.peakBefore},
+             {"peak_bytes_after", report.prediction.peakAfter},
+             {"step_seconds_before", report.prediction.stepBefore},
+             {"step_seconds_after", report.prediction.stepAfter},
+             {"exposed_seconds_after", report.prediction.exposedAfter}}}});
   }
   os << llvm::formatv("{0:2}",
                       llvm::json::Value(llvm::json::Object{
@@ -230,6 +331,15 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
   using Base::Base;
 
   void runOnOperation() override {
+    if (json && text) {
+      getOperation().emitError()
+          << "offload-report: choose one of 'text' and 'json'";
+      return signalPassFailure();
+    }
+    if (json)
+      format = "json";
+    else if (text)
+      format = "text";
     if (format != "text" && format != "json") {
       getOperation().emitError()
           << "offload-report: unknown format '" << format
@@ -239,9 +349,21 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
+    FailureOr<DeviceProfile> profile = getPassDeviceProfile(
+        getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
+    if (failed(profile))
+      return signalPassFailure();
+    CostModel costModel(*profile);
     std::vector<StepReport> reports;
-    for (const TrainingStep &step : steps)
-      reports.push_back(buildReport(step));
+    for (const TrainingStep &step : steps) {
+      FailureOr<StepModel> model = StepModel::build(step, costModel);
+      if (failed(model))
+        return signalPassFailure();
+      SimulationResult before = model->simulate(model->getEmptyPlan());
+      SimulationResult after = model->simulate(model->getPlanInIR());
+      reports.push_back(buildReport(step, &*model, &after));
+      reports.back().prediction = predict(*model, before, after, profile->name);
+    }
 
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> file =

@@ -18,13 +18,30 @@ void mlir::offload::buildOffloadPipeline(
   find.minBytes = options.minBytes;
   find.denyOps.assign(options.denyOps.begin(), options.denyOps.end());
   pm.addPass(createFindSavedActivations(find));
+  if (options.plan != "all" || !options.budget.empty()) {
+    PlanOffloadsOptions plan;
+    plan.plan = options.plan;
+    plan.budget = options.budget;
+    plan.maxSlowdown = options.maxSlowdown;
+    plan.schedule = options.schedule;
+    plan.maxInflightBytes = options.maxInflightBytes;
+    plan.deviceProfile = options.deviceProfile;
+    pm.addPass(createPlanOffloads(plan));
+  }
   pm.addPass(createInsertOffloads());
   pm.addPass(createReorderBackward());
   pm.addPass(createInsertLoads());
+  if (options.schedule) {
+    ScheduleCopiesOptions schedule;
+    schedule.maxInflightBytes = options.maxInflightBytes;
+    schedule.deviceProfile = options.deviceProfile;
+    pm.addPass(createScheduleCopies(schedule));
+  }
   if (options.report != "none") {
     OffloadReportOptions report;
     report.format = options.report;
     report.output = options.reportFile;
+    report.deviceProfile = options.deviceProfile;
     pm.addPass(createOffloadReport(report));
   }
 }

@@ -1,7 +1,14 @@
 // RUN: offload-opt %s -offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=TEXT
 // RUN: offload-opt %s -offload-activations="report=json" -o /dev/null | FileCheck %s --check-prefix=JSON
 // RUN: offload-opt %s -offload-activations -offload-report="format=json output=%t.json" -o /dev/null && FileCheck %s --check-prefix=JSON < %t.json
+// The issue's spelling, --offload-report=json, works too.
+// RUN: offload-opt %s -offload-activations -offload-report=json -o /dev/null | FileCheck %s --check-prefix=JSON
 // RUN: not offload-opt %s -offload-report="format=yaml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not offload-opt %s -offload-report="device-profile=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: echo '{"name": "slow-link", "h2d_GBps": 1, "d2h_GBps": 1, "both_ways_GBps": 2}' > %t.profile.json
+// RUN: offload-opt %s -offload-activations -offload-report="device-profile=%t.profile.json" -o /dev/null | FileCheck %s --check-prefix=SLOW
+// RUN: echo '{"h2d_gbps": 1}' > %t.typo.json
+// RUN: not offload-opt %s -offload-report="device-profile=%t.typo.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TYPO
 
 // TEXT: offload report: @forward -> @backward: 2 of 3 saved results offloaded
 // TEXT: result  producer
@@ -9,14 +16,34 @@
 // TEXT-NEXT: 2  aten.relu.default "relu"  {{ *}}tensor<8x1024xf32>  {{ *}}32.0 KiB  #5 aten.mul.Tensor "mul" {{ *}}#6 aten.add.Tensor "add"
 // TEXT-NEXT: 3  argument #0  {{ *}}tensor<8x1024xf32>  {{ *}}32.0 KiB  kept: function argument
 // TEXT-NEXT: total: offloaded 2 values, 64.0 KiB; kept 1 values, 32.0 KiB
+// TEXT-NEXT: predicted (h100-pcie5): moved 64.0 KiB to host and 64.0 KiB back; peak device memory {{.*}}; step {{.*}} (exposed copies {{.*}})
+
+// SLOW: predicted (slow-link): moved 64.0 KiB to host and 64.0 KiB back
+// PROFILE: error: offload-report: cannot read device profile
+// TYPO: error: offload-report: device profile '{{.*}}': unknown key 'h2d_gbps'
 
 // JSON:      "steps": [
 // JSON:          "backward": "backward",
 // JSON-NEXT:     "forward": "forward",
 // JSON-NEXT:     "offloaded_bytes": 65536,
 // JSON-NEXT:     "offloaded_values": 2,
+// JSON-NEXT:     "predicted": {
+// JSON-NEXT:       "d2h_bytes": 65536,
+// JSON-NEXT:       "device": "h100-pcie5",
+// JSON-NEXT:       "exposed_seconds_after": {{[0-9.e-]+}},
+// JSON-NEXT:       "h2d_bytes": 65536,
+// JSON-NEXT:       "peak_bytes_after": {{[0-9]+}},
+// JSON-NEXT:       "peak_bytes_before": {{[0-9]+}},
+// JSON-NEXT:       "step_seconds_after": {{[0-9.e-]+}},
+// JSON-NEXT:       "step_seconds_before": {{[0-9.e-]+}}
+// JSON-NEXT:     },
 // JSON:              "bytes": 32768,
+// JSON-NEXT:         "exposed_seconds": {{[0-9.e-]+}},
 // JSON-NEXT:         "load_before": {
+// JSON-NEXT:           "index": 2,
+// JSON-NEXT:           "op": "aten.t.default \"t_1\""
+// JSON-NEXT:         },
+// JSON-NEXT:         "load_start": {
 // JSON-NEXT:           "index": 2,
 // JSON-NEXT:           "op": "aten.t.default \"t_1\""
 // JSON-NEXT:         },

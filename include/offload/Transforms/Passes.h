@@ -39,10 +39,39 @@ struct OffloadPipelineOptions
       *this, "report-file",
       llvm::cl::desc("Where the report goes; '-' is standard output"),
       llvm::cl::init("-")};
+  PassOptions::Option<std::string> plan{
+      *this, "plan",
+      llvm::cl::desc("What to offload: all (every eligible value), hidden "
+                     "(what the link hides under compute) or budget"),
+      llvm::cl::init("all")};
+  PassOptions::Option<std::string> budget{
+      *this, "budget",
+      llvm::cl::desc("Device memory budget (20GiB, 16GB, ...) or a fraction "
+                     "of the predicted peak without offload (0.6); implies "
+                     "plan=budget"),
+      llvm::cl::init("")};
+  PassOptions::Option<double> maxSlowdown{
+      *this, "max-slowdown",
+      llvm::cl::desc("plan=hidden: largest predicted step time increase"),
+      llvm::cl::init(0.01)};
+  PassOptions::Option<bool> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Split copies into start/wait and hoist load starts "
+                     "(offload-schedule-copies)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> maxInflightBytes{
+      *this, "max-inflight-bytes",
+      llvm::cl::desc("Most bytes of loads started and not yet waited"),
+      llvm::cl::init("2GiB")};
+  PassOptions::Option<std::string> deviceProfile{
+      *this, "device-profile",
+      llvm::cl::desc("JSON device profile for the cost model"),
+      llvm::cl::init("")};
 };
 
-/// Adds find, insert-offloads, reorder-backward and insert-loads (and the
-/// report, if asked for) to `pm`.
+/// Adds find, plan (for plan=hidden|budget), insert-offloads,
+/// reorder-backward, insert-loads, schedule-copies (with schedule=true) and
+/// the report (if asked for) to `pm`.
 void buildOffloadPipeline(OpPassManager &pm,
                           const OffloadPipelineOptions &options);
 

@@ -9,6 +9,29 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The device profile options every cost-model pass takes. A negative value
+// keeps the profile's number (the H100 defaults, or `device-profile`).
+defvar DeviceProfileOptions = [
+  Option<"deviceProfile", "device-profile", "std::string", /*default=*/"\"\"",
+         "JSON device profile to start from (default: the H100 profile)">,
+  Option<"d2hGBps", "d2h-gbps", "double", /*default=*/"-1",
+         "Device-to-host bandwidth, GB/s (H100: 55)">,
+  Option<"h2dGBps", "h2d-gbps", "double", /*default=*/"-1",
+         "Host-to-device bandwidth, GB/s (H100: 55)">,
+  Option<"bothWaysGBps", "both-ways-gbps", "double", /*default=*/"-1",
+         "Both directions at once, GB/s in total (H100: 89.7)">,
+  Option<"hbmGBps", "hbm-gbps", "double", /*default=*/"-1",
+         "Device memory bandwidth, read plus write, GB/s (H100: 3000)">,
+  Option<"bf16TFlops", "bf16-tflops", "double", /*default=*/"-1",
+         "Dense bf16/f16 peak, TFLOP/s (H100: 790)">,
+  Option<"f32TFlops", "f32-tflops", "double", /*default=*/"-1",
+         "Dense f32 peak, TFLOP/s (H100: 60)">,
+  Option<"copyLatencyUs", "copy-latency-us", "double", /*default=*/"-1",
+         "Fixed cost per copy, microseconds (H100: 10)">,
+  Option<"opOverheadUs", "op-overhead-us", "double", /*default=*/"-1",
+         "Fixed cost per op, microseconds (default 2)">,
+];
+
 def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {
   let summary = "Mark the saved results of each training step to offload";
   let description = [{
@@ -76,20 +99,83 @@ def InsertLoads : Pass<"offload-insert-loads", "ModuleOp"> {
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
 
+def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
+  let summary = "Split copies into start and wait and overlap them with compute";
+  let description = [{
+    Rewrites every `offload.offload_to_cpu` of a training step into an
+    `offload.offload_start` at the same place and an `offload.wait` right
+    before the first use of the host value (the forward's return), and every
+    `offload.load_to_gpu` into an `offload.load_start` and an `offload.wait`
+    right before the loaded value's first use.
+
+    The load starts are then hoisted: with the cost model predicting each
+    op's time, loads are placed latest-first on the serial H2D stream so
+    each copy ends before its wait; a start never moves above the start of
+    backward, nor so early that the bytes of loads started and not yet
+    waited exceed `max-inflight-bytes`. Waits stay right before first use.
+  }];
+  let options = !listconcat(DeviceProfileOptions, [
+    Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
+           /*default=*/"\"2GiB\"",
+           "Most bytes of loads started and not yet waited (suffixes KiB, "
+           "MiB, GiB, KB, MB, GB; 0: no limit)">,
+  ]);
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
+def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
+  let summary = "Choose which selected values to offload from predicted cost";
+  let description = [{
+    Runs after `offload-find-saved-activations` and before
+    `offload-insert-offloads`. With `plan=all` it changes nothing. With
+    `plan=hidden` it keeps offloading only values whose copies the cost
+    model predicts the link can hide under compute (the step gets at most
+    `max-slowdown` slower). With `plan=budget` (implied by `budget=`) it
+    picks the values to offload so the predicted peak device memory fits
+    `budget` with the least predicted step time: greedily by bytes freed at
+    the peak per second of added step time, then dropping offloads that are
+    no longer needed. Values it leaves on the device get
+    `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
+    stating the smallest predicted peak reachable.
+  }];
+  let options = !listconcat(DeviceProfileOptions, [
+    Option<"plan", "plan", "std::string", /*default=*/"\"all\"",
+           "all, hidden or budget">,
+    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+           "Device memory budget: bytes (suffixes KiB, MiB, GiB, KB, MB, GB) "
+           "or a fraction (0 < f <= 1) of the predicted peak without offload">,
+    Option<"maxSlowdown", "max-slowdown", "double", /*default=*/"0.01",
+           "plan=hidden: largest predicted step time increase, as a fraction">,
+    Option<"schedule", "schedule", "bool", /*default=*/"true",
+           "Predict with load starts hoisted (as offload-schedule-copies "
+           "does); false: loads start at their wait">,
+    Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
+           /*default=*/"\"2GiB\"",
+           "In-flight load bytes limit the prediction assumes">,
+  ]);
+}
+
 def OffloadReport : Pass<"offload-report", "ModuleOp"> {
   let summary = "Print what was offloaded, how many bytes, and where";
   let description = [{
     Prints, for every training step, each saved result with its producer,
     type, bytes, the forward op it is offloaded after and the backward op it
-    is loaded before, or the reason it stays on the device; then totals.
-    Does not change the IR.
+    is loaded before (and where its load starts, if split), its predicted
+    exposed copy time, or the reason it stays on the device; then totals:
+    bytes moved each way, and the cost model's predicted peak device memory
+    and step time without offload and with the plan in the IR. Does not
+    change the IR.
   }];
-  let options = [
+  let options = !listconcat(DeviceProfileOptions, [
     Option<"format", "format", "std::string", /*default=*/"\"text\"",
            "Report format: text or json">,
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
            "File to write the report to; '-' is standard output">,
-  ];
+    Option<"text", "text", "bool", /*default=*/"false",
+           "Shorthand for format=text (so --offload-report=text parses)">,
+    Option<"json", "json", "bool", /*default=*/"false",
+           "Shorthand for format=json (so --offload-report=json parses)">,
+  ]);
 }
 
 #endif // OFFLOAD_TRANSFORMS_PASSES_TD

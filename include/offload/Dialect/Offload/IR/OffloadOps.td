@@ -50,6 +50,11 @@ def Offload_FutureType : TypeDef<Offload_Dialect, "Future"> {
     ```
   }];
   let parameters = (ins "::mlir::RankedTensorType":$valueType);
+  let builders = [
+    TypeBuilderWithInferredContext<(ins "::mlir::RankedTensorType":$valueType), [{
+      return $_get(valueType.getContext(), valueType);
+    }]>
+  ];
   let assemblyFormat = "`<` $valueType `>`";
 }
 

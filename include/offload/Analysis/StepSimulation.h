@@ -1,0 +1,171 @@
+//===- StepSimulation.h - Predicting a training step's time and memory -*- C++ -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// StepModel is the abstract form of a training step the cost model simulates:
+// forward then backward top-level ops, in order, on one compute stream, each
+// with its predicted time and the device buffers it defines and reads; the
+// saved values linking forward to backward; and a CopyPlan saying which saved
+// values go to host memory, where each copy is issued and where its wait is.
+// simulate() runs the compute stream against a D2H and an H2D copy stream
+// (sharing the both-ways bandwidth while both transfer) and predicts step
+// time, exposed copy time and peak device memory.
+//
+// The memory model: a buffer is the storage of a tensor (views share their
+// source's). Forward arguments (parameters, inputs) are live for the whole
+// step; every other buffer is live from the start of the op defining it to
+// the end of its last use (forward outputs until the end of forward, backward
+// results until the end of the step). An offloaded buffer is released when
+// its last use is over and its D2H copy has completed; a loaded value
+// occupies device memory from its load's issue to its last use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_ANALYSIS_STEPSIMULATION_H
+#define OFFLOAD_ANALYSIS_STEPSIMULATION_H
+
+#include "offload/Analysis/CostModel.h"
+#include "offload/Dialect/Offload/IR/TrainingStep.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir {
+namespace offload {
+
+/// One copy over the host link.
+struct PlannedCopy {
+  enum class Kind { Offload, Load };
+  Kind kind;
+  /// Offload: the forward buffer copied out. Load: the saved link loaded.
+  unsigned target;
+  int64_t bytes;
+  /// Op position the copy is issued before (at the start of that op).
+  unsigned issuePos;
+  /// Load: op position the compute stream waits for it before.
+  unsigned waitPos = 0;
+  /// Load: the offload copy that produced its host value, or -1.
+  int dependsOn = -1;
+};
+
+/// Which saved values move, and where their copies are.
+struct CopyPlan {
+  SmallVector<PlannedCopy> copies;
+  /// Per saved link: its forward value is returned as a host copy (so the
+  /// return keeps no device memory alive).
+  SmallVector<bool> offloaded;
+  /// Per saved link: the load copy backward reads it through, or -1.
+  SmallVector<int> loadOf;
+};
+
+/// What a simulation predicts.
+struct SimulationResult {
+  double stepSeconds = 0;
+  /// Compute alone, without stalls.
+  double computeSeconds = 0;
+  /// Time the compute stream stalled at waits.
+  double exposedSeconds = 0;
+  int64_t peakBytes = 0;
+  /// When the peak was reached, and the op running then.
+  double peakTime = 0;
+  unsigned peakPos = 0;
+  /// Per copy of the plan: stall at its wait, completion time.
+  SmallVector<double> exposedPerCopy;
+  SmallVector<double> copyEnd;
+  int64_t d2hBytes = 0, h2dBytes = 0;
+  /// Per buffer: live (on the device) at the moment of the peak.
+  SmallVector<bool> liveAtPeak;
+};
+
+class StepModel {
+public:
+  /// Builds the model of `step`. Copies already in the IR (synchronous or
+  /// split) are read into getPlanInIR(); the model itself treats them as
+  /// aliases, so simulating an empty plan predicts the step without offload.
+  static FailureOr<StepModel> build(const TrainingStep &step,
+                                    const CostModel &costModel);
+
+  /// The plan the IR carries.
+  const CopyPlan &getPlanInIR() const { return planInIR; }
+  /// No copies: every saved value stays on the device.
+  CopyPlan getEmptyPlan() const;
+
+  /// The plan the offload passes would produce for the saved links in
+  /// `links` (offload after the last forward use of the storage, load wait
+  /// before the first real backward use), with load issue positions
+  /// scheduled by scheduleLoads when `schedule` is set.
+  CopyPlan planFor(ArrayRef<unsigned> links, bool schedule,
+                   int64_t maxInflightBytes) const;
+
+  /// Moves the issue of every load in `plan` earlier so that, predicted on
+  /// the compute stream alone, its copy ends before its wait (the H2D stream
+  /// is serial: loads are placed latest first), never so early that the
+  /// bytes of loads issued and not yet waited exceed `maxInflightBytes`
+  /// (0: no limit), and never above the start of backward.
+  void scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const;
+
+  SimulationResult simulate(const CopyPlan &plan) const;
+
+  unsigned getNumOps() const { return ops.size(); }
+  unsigned getNumForwardOps() const { return numForwardOps; }
+  unsigned getNumLinks() const { return links.size(); }
+  Operation *getOp(unsigned pos) const { return ops[pos].op; }
+  /// Position of a top-level op of either function.
+  std::optional<unsigned> getPosition(Operation *op) const;
+  /// Device bytes a saved link holds, and the forward buffer it reads.
+  int64_t getLinkBytes(unsigned link) const { return links[link].bytes; }
+  int getLinkBuffer(unsigned link) const { return links[link].buffer; }
+  int64_t getBufferBytes(unsigned buffer) const { return buffers[buffer].bytes; }
+  /// Compute-only start time of each op (no stalls).
+  ArrayRef<double> getComputeStartTimes() const { return startTimes; }
+
+private:
+  StepModel() = default;
+
+  /// A use of a buffer (>= 0) or of a saved link (-(link + 1)).
+  using Ref = int;
+  struct SimOp {
+    Operation *op;
+    double seconds;
+    SmallVector<unsigned> defs;
+    SmallVector<Ref> uses;
+  };
+  struct Buffer {
+    int64_t bytes;
+    /// Defining op position; -1 for values live from the start.
+    int defPos;
+    bool persistent;
+    /// Position it must stay live through regardless of uses, or -1.
+    int holdPos = -1;
+  };
+  struct Link {
+    /// The forward buffer the saved value's storage is, or -1 if none
+    /// (a host value, or not a tensor).
+    int buffer = -1;
+    int64_t bytes = 0;
+    /// The saved value in forward (whose view closure the offload follows).
+    Value value;
+    /// First and last backward op that reads the link; -1 if none.
+    int firstUse = -1, lastUse = -1;
+  };
+
+  SmallVector<SimOp> ops;
+  SmallVector<Buffer> buffers;
+  SmallVector<Link> links;
+  SmallVector<double> startTimes;
+  unsigned numForwardOps = 0;
+  double profileLatency = 0, d2hBandwidth = 1, h2dBandwidth = 1,
+         bothWaysBandwidth = 1;
+  llvm::DenseMap<Operation *, unsigned> positions;
+  /// Per buffer, the last position an op reads it directly, or -1.
+  SmallVector<int> lastDirectUse;
+  CopyPlan planInIR;
+
+  friend class StepModelBuilder;
+};
+
+} // namespace offload
+} // namespace mlir
+
+#endif // OFFLOAD_ANALYSIS_STEPSIMULATION_H

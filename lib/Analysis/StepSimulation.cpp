@@ -1,0 +1,613 @@
+//===- StepSimulation.cpp - Predicting a training step's time and memory --===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Analysis/StepSimulation.h"
+#include "offload/Analysis/SavedActivations.h"
+#include "offload/Analysis/Views.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::offload;
+
+static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+//===----------------------------------------------------------------------===//
+// Building the model
+//===----------------------------------------------------------------------===//
+
+namespace mlir {
+namespace offload {
+class StepModelBuilder {
+public:
+  StepModelBuilder(StepModel &model, const CostModel &costModel)
+      : model(model), costModel(costModel) {}
+
+  LogicalResult build(const TrainingStep &step);
+
+private:
+  using Ref = StepModel::Ref;
+  static Ref linkRef(unsigned link) { return -int(link) - 1; }
+
+  unsigned newBuffer(Type type, int defPos, bool persistent) {
+    model.buffers.push_back(
+        {getTensorSizeInBytes(type).value_or(0), defPos, persistent});
+    return model.buffers.size() - 1;
+  }
+  std::optional<Ref> lookup(Value value) const {
+    auto it = refs.find(value);
+    if (it == refs.end())
+      return std::nullopt;
+    return it->second;
+  }
+  void alias(Value result, Value source) {
+    if (std::optional<Ref> ref = lookup(source))
+      refs[result] = *ref;
+  }
+  void addOp(Operation *op, bool backward);
+
+  StepModel &model;
+  const CostModel &costModel;
+  llvm::DenseMap<Value, Ref> refs;
+  /// The copy each future or copied value comes from.
+  llvm::DenseMap<Value, unsigned> copyOf;
+};
+} // namespace offload
+} // namespace mlir
+
+void StepModelBuilder::addOp(Operation *op, bool backward) {
+  unsigned pos = model.ops.size();
+  model.positions[op] = pos;
+  StepModel::SimOp simOp{op, costModel.estimate(op).seconds, {}, {}};
+  auto recordCopy = [&](PlannedCopy::Kind kind, Value source, Value result) {
+    std::optional<Ref> ref = lookup(source);
+    if (!ref)
+      return;
+    PlannedCopy copy{kind, 0, getTensorSizeInBytes(source.getType()).value_or(0),
+                     pos};
+    if (kind == PlannedCopy::Kind::Offload) {
+      if (*ref < 0)
+        return;
+      copy.target = *ref;
+    } else {
+      if (*ref >= 0)
+        return;
+      copy.target = -*ref - 1;
+      copy.waitPos = pos;
+      // Filled in once the forward side is known (see build()).
+      copy.dependsOn = -1;
+      model.planInIR.loadOf[copy.target] = model.planInIR.copies.size();
+    }
+    copyOf[result] = model.planInIR.copies.size();
+    model.planInIR.copies.push_back(copy);
+    refs[result] = *ref;
+  };
+
+  if (auto offload = dyn_cast<OffloadToCpuOp>(op)) {
+    recordCopy(PlannedCopy::Kind::Offload, offload.getSource(),
+               offload.getResult());
+  } else if (auto start = dyn_cast<OffloadStartOp>(op)) {
+    recordCopy(PlannedCopy::Kind::Offload, start.getSource(), start.getFuture());
+  } else if (auto load = dyn_cast<LoadToGpuOp>(op)) {
+    recordCopy(PlannedCopy::Kind::Load, load.getSource(), load.getResult());
+  } else if (auto start = dyn_cast<LoadStartOp>(op)) {
+    recordCopy(PlannedCopy::Kind::Load, start.getSource(), start.getFuture());
+  } else if (auto wait = dyn_cast<WaitOp>(op)) {
+    alias(wait.getResult(), wait.getFuture());
+    auto it = copyOf.find(wait.getFuture());
+    if (it != copyOf.end()) {
+      copyOf[wait.getResult()] = it->second;
+      PlannedCopy &copy = model.planInIR.copies[it->second];
+      if (copy.kind == PlannedCopy::Kind::Load)
+        copy.waitPos = pos;
+    }
+  } else if (Value source = getViewSource(op)) {
+    for (Value result : op->getResults())
+      alias(result, source);
+  } else {
+    // A real op: it reads its operands (and what its regions capture) and
+    // defines new buffers, except where destination-passing style makes a
+    // result reuse its init.
+    llvm::SmallSet<Ref, 8> seen;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        if (nested != op && operand.getParentRegion() &&
+            op->isProperAncestor(operand.getParentRegion()->getParentOp()))
+          continue;
+        if (std::optional<Ref> ref = lookup(operand);
+            ref && seen.insert(*ref).second)
+          simOp.uses.push_back(*ref);
+      }
+    });
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+    for (OpResult result : op->getResults()) {
+      if (!isa<RankedTensorType>(result.getType()))
+        continue;
+      if (dps && result.getResultNumber() < dps.getNumDpsInits()) {
+        if (std::optional<Ref> ref =
+                lookup(dps.getDpsInitOperand(result.getResultNumber())->get())) {
+          refs[result] = *ref;
+          continue;
+        }
+      }
+      unsigned buffer = newBuffer(result.getType(), pos, false);
+      simOp.defs.push_back(buffer);
+      refs[result] = buffer;
+    }
+  }
+  (void)backward;
+  model.ops.push_back(std::move(simOp));
+}
+
+LogicalResult StepModelBuilder::build(const TrainingStep &step) {
+  const DeviceProfile &profile = costModel.getProfile();
+  model.profileLatency = profile.copyLatency;
+  model.d2hBandwidth = profile.d2hBandwidth;
+  model.h2dBandwidth = profile.h2dBandwidth;
+  model.bothWaysBandwidth = profile.bothWaysBandwidth;
+
+  unsigned numSaved = step.getNumSaved();
+  model.links.resize(numSaved);
+  model.planInIR.offloaded.assign(numSaved, false);
+  model.planInIR.loadOf.assign(numSaved, -1);
+
+  // Forward: arguments are parameters and inputs, live all step.
+  Block &forward = step.getForward().getFunctionBody().front();
+  for (BlockArgument arg : forward.getArguments())
+    refs[arg] = newBuffer(arg.getType(), -1, true);
+  for (Operation &op : forward.without_terminator())
+    addOp(&op, false);
+  model.numForwardOps = model.ops.size();
+  int lastForward = int(model.numForwardOps) - 1;
+
+  Operation *ret = step.getForwardReturn();
+  for (unsigned i = 0; i < step.getNumOutputs(); ++i)
+    if (std::optional<Ref> ref = lookup(ret->getOperand(i)); ref && *ref >= 0)
+      model.buffers[*ref].holdPos =
+          std::max(model.buffers[*ref].holdPos, lastForward);
+  SmallVector<int> offloadOfLink(numSaved, -1);
+  for (unsigned i = 0; i < numSaved; ++i) {
+    Value saved = step.getSavedValue(i);
+    StepModel::Link &link = model.links[i];
+    link.value = saved;
+    link.bytes = getTensorSizeInBytes(saved.getType()).value_or(0);
+    std::optional<Ref> ref = lookup(saved);
+    if (ref && *ref >= 0)
+      link.buffer = *ref;
+    if (auto it = copyOf.find(saved); it != copyOf.end()) {
+      model.planInIR.offloaded[i] = true;
+      offloadOfLink[i] = it->second;
+      // The saved value is the host copy; the model follows it back to the
+      // device value it was copied from.
+      Value source = saved;
+      while (Operation *def = source.getDefiningOp()) {
+        if (auto wait = dyn_cast<WaitOp>(def))
+          source = wait.getFuture();
+        else if (auto start = dyn_cast<OffloadStartOp>(def))
+          source = start.getSource();
+        else if (auto offload = dyn_cast<OffloadToCpuOp>(def))
+          source = offload.getSource();
+        else
+          break;
+      }
+      link.value = source;
+    } else if (isHostTensorType(saved.getType())) {
+      link.buffer = -1;
+    }
+  }
+
+  // Backward: saved arguments read their link, the others are new buffers
+  // (gradients of the outputs) that exist when backward starts.
+  Block &backward = step.getBackward().getFunctionBody().front();
+  int firstBackward = model.numForwardOps;
+  for (BlockArgument arg : backward.getArguments()) {
+    if (arg.getArgNumber() < numSaved)
+      refs[arg] = linkRef(arg.getArgNumber());
+    else
+      refs[arg] = newBuffer(arg.getType(), firstBackward, false);
+  }
+  for (Operation &op : backward.without_terminator())
+    addOp(&op, true);
+  int lastPos = int(model.ops.size()) - 1;
+  Operation *backwardReturn = backward.getTerminator();
+  for (Value operand : backwardReturn->getOperands()) {
+    std::optional<Ref> ref = lookup(operand);
+    if (!ref || isHostTensorType(operand.getType()))
+      continue;
+    if (*ref >= 0)
+      model.buffers[*ref].holdPos = std::max(model.buffers[*ref].holdPos, lastPos);
+    else
+      model.links[-*ref - 1].lastUse = lastPos;
+  }
+
+  for (PlannedCopy &copy : model.planInIR.copies)
+    if (copy.kind == PlannedCopy::Kind::Load)
+      copy.dependsOn = offloadOfLink[copy.target];
+
+  // Uses, per buffer and per link.
+  model.lastDirectUse.assign(model.buffers.size(), -1);
+  for (auto [pos, op] : llvm::enumerate(model.ops)) {
+    for (Ref ref : op.uses) {
+      if (ref >= 0) {
+        model.lastDirectUse[ref] = std::max(model.lastDirectUse[ref], int(pos));
+        continue;
+      }
+      StepModel::Link &link = model.links[-ref - 1];
+      if (link.firstUse < 0)
+        link.firstUse = pos;
+      link.lastUse = std::max(link.lastUse, int(pos));
+    }
+  }
+
+  model.startTimes.resize(model.ops.size() + 1);
+  double time = 0;
+  for (auto [pos, op] : llvm::enumerate(model.ops)) {
+    model.startTimes[pos] = time;
+    time += op.seconds;
+  }
+  model.startTimes.back() = time;
+  return success();
+}
+
+FailureOr<StepModel> StepModel::build(const TrainingStep &step,
+                                      const CostModel &costModel) {
+  StepModel model;
+  if (failed(StepModelBuilder(model, costModel).build(step)))
+    return failure();
+  return model;
+}
+
+std::optional<unsigned> StepModel::getPosition(Operation *op) const {
+  auto it = positions.find(op);
+  if (it == positions.end())
+    return std::nullopt;
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+CopyPlan StepModel::getEmptyPlan() const {
+  CopyPlan plan;
+  plan.offloaded.assign(links.size(), false);
+  plan.loadOf.assign(links.size(), -1);
+  return plan;
+}
+
+CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
+                            int64_t maxInflightBytes) const {
+  CopyPlan plan = getEmptyPlan();
+  llvm::DenseMap<Value, unsigned> offloadOfValue;
+  for (unsigned l : chosen) {
+    const Link &link = links[l];
+    if (link.buffer < 0 || buffers[link.buffer].persistent)
+      continue;
+    plan.offloaded[l] = true;
+    auto [it, inserted] =
+        offloadOfValue.try_emplace(link.value, plan.copies.size());
+    if (inserted) {
+      // Right after the last forward use of the storage (views included).
+      const Buffer &buffer = buffers[link.buffer];
+      int last = lastDirectUse[link.buffer];
+      if (last < 0 || last >= int(numForwardOps))
+        last = buffer.defPos;
+      plan.copies.push_back({PlannedCopy::Kind::Offload, unsigned(link.buffer),
+                             link.bytes, unsigned(last + 1)});
+    }
+    if (link.firstUse < 0)
+      continue;
+    plan.loadOf[l] = plan.copies.size();
+    plan.copies.push_back({PlannedCopy::Kind::Load, l, link.bytes,
+                           unsigned(link.firstUse), unsigned(link.firstUse),
+                           int(it->second)});
+  }
+  if (schedule)
+    scheduleLoads(plan, maxInflightBytes);
+  return plan;
+}
+
+void StepModel::scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const {
+  SmallVector<unsigned> loads;
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Load)
+      loads.push_back(index);
+  // Latest wait first; the H2D stream is serial, so each load must end
+  // before the next one (in time) starts.
+  llvm::stable_sort(loads, [&](unsigned a, unsigned b) {
+    return plan.copies[a].waitPos > plan.copies[b].waitPos;
+  });
+  SmallVector<int64_t> inflight(ops.size() + 1, 0);
+  double streamFree = kInf;
+  unsigned first = numForwardOps;
+  for (unsigned index : loads) {
+    PlannedCopy &copy = plan.copies[index];
+    unsigned wait = copy.waitPos;
+    double end = std::min(startTimes[wait], streamFree);
+    double start = end - (profileLatency + double(copy.bytes) / h2dBandwidth);
+    streamFree = start;
+    // The latest position at or before the wait whose start is early enough.
+    unsigned issue = wait;
+    while (issue > first && startTimes[issue] > start)
+      --issue;
+    if (maxInflightBytes > 0) {
+      for (unsigned p = wait; p > issue; --p) {
+        if (inflight[p - 1] + copy.bytes > maxInflightBytes) {
+          issue = p;
+          break;
+        }
+      }
+    }
+    for (unsigned p = issue; p < wait; ++p)
+      inflight[p] += copy.bytes;
+    copy.issuePos = issue;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Simulation
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Two copy streams whose transfers share the link: alone, a transfer runs
+/// at its direction's bandwidth; while both transfer, each gets half the
+/// both-ways bandwidth (at most its own).
+class CopyStreams {
+public:
+  CopyStreams(const CopyPlan &plan, double latency, double d2h, double h2d,
+              double both)
+      : plan(plan), latency(latency), issueTime(plan.copies.size(), kInf),
+        endTime(plan.copies.size(), kInf) {
+    bandwidth[0] = d2h;
+    bandwidth[1] = h2d;
+    shared[0] = std::min(d2h, both / 2);
+    shared[1] = std::min(h2d, both / 2);
+  }
+
+  void issue(unsigned copy, double time) {
+    issueTime[copy] = time;
+    streams[plan.copies[copy].kind == PlannedCopy::Kind::Load].queue.push_back(
+        copy);
+  }
+
+  bool isDone(unsigned copy) const { return endTime[copy] < kInf; }
+  double getEnd(unsigned copy) const { return endTime[copy]; }
+  double getNow() const { return now; }
+
+  /// Runs the streams until `target`, or (with `until`) until that copy is
+  /// done, whichever comes first.
+  void run(double target, int until = -1) {
+    while (true) {
+      if (until >= 0 && isDone(until))
+        return;
+      activate();
+      bool transferring[2] = {streams[0].active >= 0 && !streams[0].inLatency,
+                              streams[1].active >= 0 && !streams[1].inLatency};
+      bool both = transferring[0] && transferring[1];
+      double rate[2] = {both ? shared[0] : bandwidth[0],
+                        both ? shared[1] : bandwidth[1]};
+      double next = kInf;
+      for (int s = 0; s < 2; ++s) {
+        Stream &stream = streams[s];
+        if (stream.active >= 0)
+          next = std::min(next, stream.inLatency
+                                    ? stream.latencyEnd
+                                    : now + stream.remaining / rate[s]);
+        else if (!stream.queue.empty())
+          next = std::min(next, std::max(now, readyTime(stream.queue.front())));
+      }
+      if (next == kInf) {
+        now = std::max(now, target == kInf ? now : target);
+        return;
+      }
+      if (next > target) {
+        for (int s = 0; s < 2; ++s)
+          if (transferring[s])
+            streams[s].remaining -= rate[s] * (target - now);
+        now = target;
+        return;
+      }
+      double dt = next - now;
+      now = next;
+      for (int s = 0; s < 2; ++s) {
+        Stream &stream = streams[s];
+        if (stream.active < 0)
+          continue;
+        if (stream.inLatency) {
+          if (stream.latencyEnd <= now) {
+            stream.inLatency = false;
+            stream.latencyEnd = now;
+          }
+          continue;
+        }
+        stream.remaining -= rate[s] * dt;
+        if (stream.remaining <= 1e-3 ||
+            now + stream.remaining / rate[s] <= now * (1 + 1e-12)) {
+          endTime[stream.active] = now;
+          stream.active = -1;
+        }
+      }
+    }
+  }
+
+private:
+  struct Stream {
+    std::deque<unsigned> queue;
+    int active = -1;
+    bool inLatency = false;
+    double latencyEnd = 0;
+    double remaining = 0;
+  };
+
+  double readyTime(unsigned copy) const {
+    double ready = issueTime[copy];
+    int dep = plan.copies[copy].dependsOn;
+    if (dep >= 0)
+      ready = std::max(ready, endTime[dep]);
+    return ready;
+  }
+
+  void activate() {
+    for (Stream &stream : streams) {
+      if (stream.active >= 0 || stream.queue.empty())
+        continue;
+      unsigned head = stream.queue.front();
+      if (readyTime(head) > now)
+        continue;
+      stream.queue.pop_front();
+      stream.active = head;
+      stream.inLatency = true;
+      stream.latencyEnd = now + latency;
+      stream.remaining = double(plan.copies[head].bytes);
+    }
+  }
+
+  const CopyPlan &plan;
+  double latency;
+  double bandwidth[2], shared[2];
+  Stream streams[2];
+  double now = 0;
+  SmallVector<double> issueTime, endTime;
+};
+
+struct MemoryEvent {
+  double time;
+  int64_t order;
+  int64_t delta;
+  /// Buffer id (>= 0) or load copy (-(copy + 1)).
+  int owner;
+};
+} // namespace
+
+SimulationResult StepModel::simulate(const CopyPlan &plan) const {
+  SimulationResult result;
+  unsigned numOps = ops.size();
+  result.exposedPerCopy.assign(plan.copies.size(), 0);
+
+  SmallVector<SmallVector<unsigned, 2>> issuedAt(numOps + 1), waitedAt(numOps + 1);
+  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+    issuedAt[std::min(copy.issuePos, numOps)].push_back(index);
+    if (copy.kind == PlannedCopy::Kind::Load)
+      waitedAt[std::min(copy.waitPos, numOps)].push_back(index);
+    (copy.kind == PlannedCopy::Kind::Load ? result.h2dBytes : result.d2hBytes) +=
+        copy.bytes;
+  }
+
+  CopyStreams streams(plan, profileLatency, d2hBandwidth, h2dBandwidth,
+                      bothWaysBandwidth);
+  SmallVector<double> opStart(numOps + 1), opEnd(numOps + 1);
+  double time = 0;
+  for (unsigned pos = 0; pos <= numOps; ++pos) {
+    streams.run(time);
+    for (unsigned copy : issuedAt[pos])
+      streams.issue(copy, time);
+    for (unsigned copy : waitedAt[pos]) {
+      streams.run(kInf, copy);
+      if (streams.isDone(copy) && streams.getEnd(copy) > time) {
+        result.exposedPerCopy[copy] += streams.getEnd(copy) - time;
+        result.exposedSeconds += streams.getEnd(copy) - time;
+        time = streams.getEnd(copy);
+      }
+    }
+    opStart[pos] = time;
+    if (pos < numOps) {
+      time += ops[pos].seconds;
+      result.computeSeconds += ops[pos].seconds;
+    }
+    opEnd[pos] = time;
+  }
+  streams.run(kInf);
+  result.copyEnd.resize(plan.copies.size());
+  result.stepSeconds = time;
+  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+    result.copyEnd[index] = streams.getEnd(index);
+    if (result.copyEnd[index] < kInf)
+      result.stepSeconds = std::max(result.stepSeconds, result.copyEnd[index]);
+  }
+
+  // Liveness under the plan.
+  SmallVector<int> lastPos(buffers.size());
+  for (auto [id, buffer] : llvm::enumerate(buffers))
+    lastPos[id] = std::max(lastDirectUse[id], buffer.holdPos);
+  int lastForward = int(numForwardOps) - 1;
+  for (auto [l, link] : llvm::enumerate(links)) {
+    if (link.buffer < 0)
+      continue;
+    bool readsForwardBuffer =
+        !plan.offloaded[l] || (plan.loadOf[l] < 0 && link.firstUse >= 0);
+    if (!plan.offloaded[l])
+      lastPos[link.buffer] = std::max(lastPos[link.buffer], lastForward);
+    if (readsForwardBuffer)
+      lastPos[link.buffer] = std::max(lastPos[link.buffer], link.lastUse);
+  }
+  SmallVector<double> offloadEnd(buffers.size(), -1);
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Offload)
+      offloadEnd[copy.target] =
+          std::max(offloadEnd[copy.target], result.copyEnd[index]);
+
+  std::vector<MemoryEvent> events;
+  constexpr int64_t kAsync = std::numeric_limits<int64_t>::max();
+  for (auto [id, buffer] : llvm::enumerate(buffers)) {
+    if (buffer.bytes == 0)
+      continue;
+    if (buffer.persistent) {
+      events.push_back({0, -1, buffer.bytes, int(id)});
+      continue;
+    }
+    unsigned def = std::min<unsigned>(std::max(buffer.defPos, 0), numOps);
+    events.push_back({opStart[def], 2 * int64_t(def), buffer.bytes, int(id)});
+    int last = lastPos[id] < 0 ? int(def) : std::max(lastPos[id], int(def));
+    unsigned lastOp = std::min<unsigned>(last, numOps);
+    double free = opEnd[lastOp];
+    int64_t order = 2 * int64_t(lastOp) + 1;
+    if (offloadEnd[id] > free) {
+      free = offloadEnd[id];
+      order = kAsync;
+    }
+    events.push_back({free, order, -buffer.bytes, int(id)});
+  }
+  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+    if (copy.kind != PlannedCopy::Kind::Load || copy.bytes == 0)
+      continue;
+    unsigned issue = std::min(copy.issuePos, numOps);
+    events.push_back({opStart[issue], 2 * int64_t(issue) - 1, copy.bytes,
+                      -int(index) - 1});
+    unsigned last = std::max<int>(links[copy.target].lastUse, copy.waitPos);
+    last = std::min(last, numOps);
+    events.push_back({opEnd[last], 2 * int64_t(last) + 1, -copy.bytes,
+                      -int(index) - 1});
+  }
+  llvm::stable_sort(events, [](const MemoryEvent &a, const MemoryEvent &b) {
+    if (a.time != b.time)
+      return a.time < b.time;
+    return a.order < b.order;
+  });
+  int64_t live = 0;
+  size_t peakIndex = 0;
+  for (auto [index, event] : llvm::enumerate(events)) {
+    live += event.delta;
+    if (live > result.peakBytes) {
+      result.peakBytes = live;
+      result.peakTime = event.time;
+      peakIndex = index;
+    }
+  }
+  result.liveAtPeak.assign(buffers.size(), false);
+  for (size_t i = 0; i <= peakIndex && i < events.size(); ++i)
+    if (events[i].owner >= 0)
+      result.liveAtPeak[events[i].owner] = events[i].delta > 0;
+  auto it = llvm::upper_bound(ArrayRef(opStart).take_front(numOps),
+                              result.peakTime);
+  result.peakPos = it == opStart.begin() ? 0 : (it - opStart.begin()) - 1;
+  return result;
+}

@@ -1,0 +1,131 @@
+//===- ScheduleCopies.cpp - Split copies and overlap them with compute ----===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// Guarantees: no `offload.offload_to_cpu` or `offload.load_to_gpu` is left
+// at the top level of a training step's functions. Each became a start at
+// the copy's place and an `offload.wait` right before the first use of its
+// value (for offloads: the forward's return). Every load start sits at or
+// above its wait, below the start of backward and below its source's
+// definition; loads started and not yet waited hold at most
+// `max-inflight-bytes` at any point (a load bigger than that alone starts
+// at its wait). Nothing else moves, so dominance and the order of effects
+// hold.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PassDeviceProfile.h"
+#include "offload/Analysis/StepSimulation.h"
+#include "offload/Analysis/Views.h"
+#include "offload/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_SCHEDULECOPIES
+#include "offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+/// Puts a wait for `future` right before the first use of `value` (or the
+/// terminator), and makes every use of `value` read the wait.
+static void waitBeforeFirstUse(Value value, Value future, Block &body,
+                               OpBuilder &builder) {
+  Operation *firstUse = findFirstUserInBlock({value}, body);
+  builder.setInsertionPoint(firstUse ? firstUse : body.getTerminator());
+  auto wait = WaitOp::create(builder, value.getLoc(), value.getType(), future);
+  value.replaceAllUsesWith(wait.getResult());
+}
+
+/// Splits every synchronous copy at the top level of `body`.
+static void splitCopies(Block &body) {
+  OpBuilder builder(body.getParentOp()->getContext());
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (auto offload = dyn_cast<OffloadToCpuOp>(op)) {
+      builder.setInsertionPoint(offload);
+      auto start = OffloadStartOp::create(
+          builder, offload.getLoc(),
+          FutureType::get(offload.getType()), offload.getSource());
+      waitBeforeFirstUse(offload.getResult(), start.getFuture(), body, builder);
+      offload.erase();
+    } else if (auto load = dyn_cast<LoadToGpuOp>(op)) {
+      builder.setInsertionPoint(load);
+      auto start = LoadStartOp::create(builder, load.getLoc(),
+                                       FutureType::get(load.getType()),
+                                       load.getSource());
+      waitBeforeFirstUse(load.getResult(), start.getFuture(), body, builder);
+      load.erase();
+    }
+  }
+}
+
+static LogicalResult scheduleStep(const TrainingStep &step,
+                                  const CostModel &costModel,
+                                  int64_t maxInflightBytes) {
+  splitCopies(step.getForward().getFunctionBody().front());
+  splitCopies(step.getBackward().getFunctionBody().front());
+
+  FailureOr<StepModel> model = StepModel::build(step, costModel);
+  if (failed(model))
+    return failure();
+  CopyPlan plan = model->getPlanInIR();
+  SmallVector<std::pair<unsigned, LoadStartOp>> loads;
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Load)
+      if (auto start = dyn_cast<LoadStartOp>(model->getOp(copy.issuePos)))
+        loads.push_back({index, start});
+  model->scheduleLoads(plan, maxInflightBytes);
+
+  // Earliest wait first, so loads hoisted to the same op keep the order the
+  // stream serves them in.
+  llvm::stable_sort(loads, [&](auto a, auto b) {
+    return plan.copies[a.first].waitPos < plan.copies[b.first].waitPos;
+  });
+  for (auto [index, start] : loads) {
+    Operation *target = model->getOp(plan.copies[index].issuePos);
+    if (target == start.getOperation())
+      continue;
+    // Never above the definition of the host value.
+    Operation *def = start.getSource().getDefiningOp();
+    if (def && def->getBlock() == start->getBlock() &&
+        !def->isBeforeInBlock(target)) {
+      start->moveAfter(def);
+      continue;
+    }
+    start->moveBefore(target);
+  }
+  return success();
+}
+
+namespace {
+struct ScheduleCopies
+    : public offload::impl::ScheduleCopiesBase<ScheduleCopies> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    FailureOr<DeviceProfile> profile =
+        getPassDeviceProfile(
+        getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
+    if (failed(profile))
+      return signalPassFailure();
+    FailureOr<int64_t> cap =
+        parseBytesOption(getArgument(), "max-inflight-bytes",
+                         maxInflightBytes, getOperation());
+    if (failed(cap))
+      return signalPassFailure();
+    SmallVector<TrainingStep> steps;
+    if (failed(TrainingStep::collect(getOperation(), steps)))
+      return signalPassFailure();
+    CostModel costModel(*profile);
+    for (const TrainingStep &step : steps)
+      if (failed(scheduleStep(step, costModel, *cap)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,49 @@
+// The planner and the report on the shipped Llama-3-8B examples (8 x 1024
+// tokens, bf16), with the default H100 profile. The figures are the cost
+// model's predictions, not measurements (see docs/cost-model.md).
+
+// One layer: everything eligible offloaded, copies synchronous (the default)
+// or scheduled; plan=hidden keeps what the link hides; a budget below the
+// reachable peak is diagnosed.
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=BLOCK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null | FileCheck %s --check-prefix=BLOCK-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true budget=0.95 report=text" -o %t.block.mlir | FileCheck %s --check-prefix=BLOCK-BUDGET
+// RUN: offload-opt %t.block.mlir -o /dev/null
+// RUN: not offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true budget=2GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-NOFIT
+
+// BLOCK: total: offloaded 23 values, 1.9 GiB; kept 13 values, 416.5 MiB
+// BLOCK-NEXT: predicted (h100-pcie5): moved 1.9 GiB to host and 1.9 GiB back; peak device memory 2.5 GiB -> 2.1 GiB; step 19.509 ms -> 87.130 ms (exposed copies 67.622 ms)
+
+// BLOCK-HIDDEN: kept: plan: its copy cannot be hidden under compute
+// BLOCK-HIDDEN: total: offloaded 10 values, 449.1 MiB; kept 26 values, 1.8 GiB
+// BLOCK-HIDDEN-NEXT: peak device memory 2.5 GiB -> 2.2 GiB; step 19.509 ms -> 19.509 ms (exposed copies 0.0 us)
+
+// BLOCK-BUDGET: kept: plan: not needed to fit the budget
+// BLOCK-BUDGET: total: offloaded 1 values, 128.0 MiB; kept 35 values, 2.2 GiB
+// BLOCK-BUDGET-NEXT: peak device memory 2.5 GiB -> 2.4 GiB; step 19.509 ms -> 19.509 ms
+
+// BLOCK-NOFIT: error: offload-plan: no plan fits the budget of 2.00 GiB (2147483648 bytes): the smallest predicted peak is 2.11 GiB (2265464848 bytes); without offload it is 2.49 GiB (2669232144 bytes)
+
+// Eight layers.
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=L8
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=text" -o /dev/null | FileCheck %s --check-prefix=L8-SCHED
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null | FileCheck %s --check-prefix=L8-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=15GiB report=text" -o /dev/null | FileCheck %s --check-prefix=L8-BUDGET
+// RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=13GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
+
+// L8: total: offloaded 184 values, 15.0 GiB; kept 90 values, 3.3 GiB
+// L8-NEXT: peak device memory 16.7 GiB -> 14.4 GiB; step 156.068 ms -> 694.922 ms (exposed copies 538.854 ms)
+// L8-SCHED: peak device memory 16.7 GiB -> 16.4 GiB; step 156.068 ms -> 637.385 ms (exposed copies 481.316 ms)
+// L8-HIDDEN: total: offloaded 29 values, 3.9 GiB; kept 245 values, 14.3 GiB
+// L8-HIDDEN-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 156.068 ms -> 157.646 ms (exposed copies 1.578 ms)
+// L8-BUDGET: total: offloaded 8 values, 1.8 GiB; kept 266 values, 16.5 GiB
+// L8-BUDGET-NEXT: peak device memory 16.7 GiB -> 15.0 GiB; step 156.068 ms -> 156.068 ms (exposed copies 0.0 us)
+// L8-NOFIT: error: offload-plan: no plan fits the budget of 13.00 GiB (13958643712 bytes): the smallest predicted peak is 14.01 GiB
+
+// Option errors.
+// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="plan=some" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPLAN
+// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="plan=budget" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBUDGET
+// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
+// BADPLAN: error: offload-plan: unknown plan 'some' (expected 'all', 'hidden' or 'budget')
+// NOBUDGET: error: offload-plan: plan=budget needs budget=
+// BADBUDGET: error: offload-plan: cannot parse budget='lots' as a byte size
