@@ -29,12 +29,15 @@ config.substitutions.append(
         " function-boundary-type-conversion=identity-layout-map'"
         " --convert-offload-to-llvm --convert-linalg-to-loops"
         " --convert-scf-to-cf --expand-strided-metadata --lower-affine"
-        " --finalize-memref-to-llvm --convert-math-to-llvm"
+        " --finalize-memref-to-llvm=use-generic-functions --convert-math-to-llvm"
         " --convert-arith-to-llvm --convert-func-to-llvm"
         " --convert-cf-to-llvm --reconcile-unrealized-casts",
     )
 )
-# JIT execution against offload_rt (host-simulation backend in CI).
+# JIT execution against offload_rt: the host-simulation backend unless
+# `--param offload_rt_backend=cuda`.
+config.environment["OFFLOAD_RT_BACKEND"] = lit_config.params.get(
+    "offload_rt_backend", "sim")
 config.substitutions.append(
     (
         "%mlir_runner",

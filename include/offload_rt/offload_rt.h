@@ -111,6 +111,10 @@ typedef struct offload_rt_options {
    * latency + n / bandwidth (0 = as fast as memcpy). */
   double sim_copy_gbps;
   double sim_copy_latency_us;
+  /* cuda backend only: device allocations are CUDA managed memory, so code
+   * running on the host (CPU-lowered programs, tests) can read and write
+   * them; frees synchronise their stream. Not for performance. */
+  int host_accessible_device_memory;
 } offload_rt_options;
 
 /* Fills defaults (backend DEFAULT, no initial pool, growable, no in-flight
@@ -118,7 +122,8 @@ typedef struct offload_rt_options {
  * environment: OFFLOAD_RT_BACKEND=cuda|sim,
  * OFFLOAD_RT_POOL_BYTES (suffixes K, M, G allowed), OFFLOAD_RT_POOL_GROWABLE,
  * OFFLOAD_RT_MAX_IN_FLIGHT, OFFLOAD_RT_TIMING, OFFLOAD_RT_CHECKS,
- * OFFLOAD_RT_SIM_GBPS, OFFLOAD_RT_SIM_LATENCY_US. */
+ * OFFLOAD_RT_SIM_GBPS, OFFLOAD_RT_SIM_LATENCY_US,
+ * OFFLOAD_RT_HOST_ACCESSIBLE_DEVICE. */
 OFFLOAD_RT_EXPORT void offload_rt_options_init(offload_rt_options *opts);
 
 typedef struct offload_rt_context offload_rt_context;

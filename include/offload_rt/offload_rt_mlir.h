@@ -47,6 +47,12 @@ OFFLOAD_RT_EXPORT void *offload_rt_mlir_wait(void *token, void *stream);
 /* Returns the host buffer to the pinned pool once its copies are done. */
 OFFLOAD_RT_EXPORT void offload_rt_mlir_free_host(void *handle);
 
+/* The allocation functions of MLIR's memref lowering with
+ * use-generic-functions: the compiled step's device buffers come from the
+ * runtime's device allocator (stream-ordered on the compute stream). */
+OFFLOAD_RT_EXPORT void *_mlir_memref_to_llvm_alloc(size_t bytes);
+OFFLOAD_RT_EXPORT void _mlir_memref_to_llvm_free(void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

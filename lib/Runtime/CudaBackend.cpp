@@ -56,7 +56,7 @@ cudaMemcpyKind toCuda(CopyKind kind) {
 
 class CudaBackend final : public Backend {
 public:
-  explicit CudaBackend(int device) : device_(device) {}
+  CudaBackend(int device, bool managed) : device_(device), managed_(managed) {}
 
   const char *name() const override { return "cuda"; }
 
@@ -132,9 +132,21 @@ public:
                            stream(s));
   }
   offload_rt_status mallocAsync(void **out, size_t bytes, Stream s) override {
+    if (managed_)
+      return OFFLOAD_RT_CUDA(cudaMallocManaged, out, bytes,
+                             cudaMemAttachGlobal);
     return OFFLOAD_RT_CUDA(cudaMallocAsync, out, bytes, stream(s));
   }
   offload_rt_status freeAsync(void *ptr, Stream s) override {
+    if (managed_) {
+      // Managed memory has no stream-ordered free: wait for the stream's
+      // work on it first.
+      offload_rt_status st =
+          OFFLOAD_RT_CUDA(cudaStreamSynchronize, stream(s));
+      if (st != OFFLOAD_RT_SUCCESS)
+        return st;
+      return OFFLOAD_RT_CUDA(cudaFree, ptr);
+    }
     return OFFLOAD_RT_CUDA(cudaFreeAsync, ptr, stream(s));
   }
 
@@ -147,11 +159,12 @@ public:
 
 private:
   int device_;
+  bool managed_;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> createCudaBackend(const offload_rt_options &,
+std::unique_ptr<Backend> createCudaBackend(const offload_rt_options &opts,
                                            offload_rt_status *status) {
   int device = 0;
   *status = OFFLOAD_RT_CUDA(cudaGetDevice, &device);
@@ -162,7 +175,8 @@ std::unique_ptr<Backend> createCudaBackend(const offload_rt_options &,
   *status = OFFLOAD_RT_CUDA(cudaFree, nullptr);
   if (*status != OFFLOAD_RT_SUCCESS)
     return nullptr;
-  return std::make_unique<CudaBackend>(device);
+  return std::make_unique<CudaBackend>(device,
+                                       opts.host_accessible_device_memory != 0);
 }
 
 } // namespace offload_rt

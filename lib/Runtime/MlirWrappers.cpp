@@ -99,4 +99,22 @@ void offload_rt_mlir_free_host(void *handle) {
         "offload_rt_free_host");
 }
 
+void *_mlir_memref_to_llvm_alloc(size_t bytes) {
+  void *ptr = nullptr;
+  check(offload_rt_device_alloc(context(), bytes, computeStream, &ptr),
+        "offload_rt_device_alloc");
+  // A stream-ordered allocation is usable by this thread only once the
+  // stream reached it.
+  if (!computeStream)
+    check(offload_rt_stream_synchronize(context(), nullptr),
+          "offload_rt_stream_synchronize");
+  return ptr;
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (ptr)
+    check(offload_rt_device_free(context(), ptr, computeStream),
+          "offload_rt_device_free");
+}
+
 } // extern "C"

@@ -145,6 +145,8 @@ extern "C" void offload_rt_options_init(offload_rt_options *opts) {
   envFlag("OFFLOAD_RT_CHECKS", &opts->checks);
   envDouble("OFFLOAD_RT_SIM_GBPS", &opts->sim_copy_gbps);
   envDouble("OFFLOAD_RT_SIM_LATENCY_US", &opts->sim_copy_latency_us);
+  envFlag("OFFLOAD_RT_HOST_ACCESSIBLE_DEVICE",
+          &opts->host_accessible_device_memory);
 }
 
 extern "C" offload_rt_status
