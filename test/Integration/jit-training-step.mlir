@@ -8,6 +8,11 @@
 // RUN: env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner < %t.offloaded.mlir | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.offloaded
 // RUN: diff %t.plain %t.offloaded
 // RUN: FileCheck %s < %t.offloaded
+// The scheduled form: split copies, load started ahead of its wait.
+// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=true" %{to-llvm} > %t.scheduled.mlir
+// RUN: FileCheck %s --check-prefix=SCHEDULED < %t.scheduled.mlir
+// RUN: env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner < %t.scheduled.mlir | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.scheduled
+// RUN: diff %t.plain %t.scheduled
 
 // LOWERED: llvm.func @forward
 // LOWERED: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
@@ -19,6 +24,11 @@
 // LOWERED-NEXT: llvm.call @offload_rt_mlir_wait(%[[T]], %[[S2]])
 
 // The forward output tanh(x @ w), then the gradient (1 - tanh^2) * 0.5.
+// SCHEDULED: llvm.func @backward
+// SCHEDULED: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
+// SCHEDULED-NEXT: %[[T:.*]] = llvm.call @offload_rt_mlir_load_start(%{{.*}}, %{{.*}}, %[[S]])
+// SCHEDULED: llvm.call @offload_rt_mlir_wait(%[[T]], %{{.*}})
+
 // CHECK: rank = 2 offset = 0 sizes = [4, 4] strides = [4, 1] data =
 // CHECK-NEXT: {{\[\[}}0.421899,   -0.462117,   0.50052,   -0.53705],
 // CHECK: rank = 2 offset = 0 sizes = [4, 4] strides = [4, 1] data =

@@ -97,6 +97,14 @@ struct BufferGeometry {
   Value bytes;
 };
 
+/// The buffer a copy produces: its result, or the value of its future.
+Type getCopyResultType(Operation *op) {
+  Type type = op->getResult(0).getType();
+  if (auto future = dyn_cast<FutureType>(type))
+    return future.getValueType();
+  return type;
+}
+
 template <typename OpTy>
 class CopyLowering : public ConvertOpToLLVMPattern<OpTy> {
 public:
@@ -118,55 +126,101 @@ protected:
   }
 };
 
-class OffloadBufferLowering : public CopyLowering<OffloadBufferOp> {
+/// offload_buffer, and offload_start on a buffer: the D2H copy starts behind
+/// the compute stream's work; the host buffer (or its future, which is the
+/// same descriptor) holds the handle and the pinned data.
+template <typename OpTy>
+class OffloadLowering : public CopyLowering<OpTy> {
 public:
-  using CopyLowering::CopyLowering;
+  using CopyLowering<OpTy>::CopyLowering;
+  using OpAdaptor = typename OpTy::Adaptor;
 
   LogicalResult
-  matchAndRewrite(OffloadBufferOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
+    if (!sourceType)
+      return rewriter.notifyMatchFailure(op, "not bufferized");
     Location loc = op.getLoc();
-    MemRefType sourceType = op.getSource().getType();
-    MemRefType resultType = op.getResult().getType();
+    auto resultType = cast<MemRefType>(getCopyResultType(op));
     BufferGeometry geometry =
-        getGeometry(sourceType, adaptor.getSource(), loc, rewriter);
+        this->getGeometry(sourceType, adaptor.getSource(), loc, rewriter);
     Value source = MemRefDescriptor(adaptor.getSource())
-                       .bufferPtr(rewriter, loc, *getTypeConverter(),
+                       .bufferPtr(rewriter, loc, *this->getTypeConverter(),
                                   sourceType);
     Value stream = callRuntime(rewriter, op, kComputeStream, {});
     Value handle = callRuntime(rewriter, op, kOffloadStart,
                                {source, geometry.bytes, stream});
     Value data = callRuntime(rewriter, op, kHostData, {handle});
-    Value result = createMemRefDescriptor(loc, resultType, handle, data,
-                                          geometry.sizes, geometry.strides,
-                                          rewriter);
+    Value result = this->createMemRefDescriptor(
+        loc, resultType, handle, data, geometry.sizes, geometry.strides,
+        rewriter);
     rewriter.replaceOp(op, result);
     return success();
   }
 };
 
-class LoadBufferLowering : public CopyLowering<LoadBufferOp> {
+/// load_buffer, and load_start on a buffer: the H2D copy starts on the copy
+/// stream. load_buffer waits at once; a load future is a descriptor whose
+/// pointers hold the runtime's token until its wait.
+template <typename OpTy>
+class LoadLowering : public CopyLowering<OpTy> {
 public:
-  using CopyLowering::CopyLowering;
+  using CopyLowering<OpTy>::CopyLowering;
+  using OpAdaptor = typename OpTy::Adaptor;
 
   LogicalResult
-  matchAndRewrite(LoadBufferOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
+    if (!sourceType)
+      return rewriter.notifyMatchFailure(op, "not bufferized");
     Location loc = op.getLoc();
-    MemRefType resultType = op.getResult().getType();
+    auto resultType = cast<MemRefType>(getCopyResultType(op));
     BufferGeometry geometry =
-        getGeometry(op.getSource().getType(), adaptor.getSource(), loc,
-                    rewriter);
+        this->getGeometry(sourceType, adaptor.getSource(), loc, rewriter);
     Value handle = MemRefDescriptor(adaptor.getSource()).allocatedPtr(rewriter,
                                                                       loc);
     Value stream = callRuntime(rewriter, op, kComputeStream, {});
     Value token = callRuntime(rewriter, op, kLoadStart,
                               {handle, geometry.bytes, stream});
-    Value device = callRuntime(rewriter, op, kWait, {token, stream});
-    Value result = createMemRefDescriptor(loc, resultType, device, device,
-                                          geometry.sizes, geometry.strides,
-                                          rewriter);
+    Value buffer = token;
+    if (isa<LoadBufferOp>(op))
+      buffer = callRuntime(rewriter, op, kWait, {token, stream});
+    Value result = this->createMemRefDescriptor(
+        loc, resultType, buffer, buffer, geometry.sizes, geometry.strides,
+        rewriter);
     rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// wait on a future of a buffer. An offload's future already is the host
+/// buffer: the compute stream never waits for an offload. A load's wait makes
+/// the compute stream wait and puts the device buffer into the descriptor.
+class WaitLowering : public ConvertOpToLLVMPattern<WaitOp> {
+public:
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(WaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto bufferType = dyn_cast<MemRefType>(op.getResult().getType());
+    if (!bufferType)
+      return rewriter.notifyMatchFailure(op, "not bufferized");
+    if (isHostMemRefType(bufferType)) {
+      rewriter.replaceOp(op, adaptor.getFuture());
+      return success();
+    }
+    Location loc = op.getLoc();
+    MemRefDescriptor future(adaptor.getFuture());
+    Value token = future.allocatedPtr(rewriter, loc);
+    Value stream = callRuntime(rewriter, op, kComputeStream, {});
+    Value buffer = callRuntime(rewriter, op, kWait, {token, stream});
+    MemRefDescriptor result(adaptor.getFuture());
+    result.setAllocatedPtr(rewriter, loc, buffer);
+    result.setAlignedPtr(rewriter, loc, buffer);
+    rewriter.replaceOp(op, Value(result));
     return success();
   }
 };
@@ -202,7 +256,16 @@ void mlir::offload::populateOffloadMemorySpaceConversion(
 void mlir::offload::populateOffloadToLLVMConversionPatterns(
     LLVMTypeConverter &typeConverter, RewritePatternSet &patterns) {
   populateOffloadMemorySpaceConversion(typeConverter);
-  patterns.add<OffloadBufferLowering, LoadBufferLowering, HostDeallocLowering>(
+  // A future of a buffer is that buffer's descriptor.
+  typeConverter.addConversion([&typeConverter](FutureType type)
+                                  -> std::optional<Type> {
+    if (!isa<MemRefType>(type.getValueType()))
+      return std::nullopt;
+    return typeConverter.convertType(type.getValueType());
+  });
+  patterns.add<OffloadLowering<OffloadBufferOp>,
+               OffloadLowering<OffloadStartOp>, LoadLowering<LoadBufferOp>,
+               LoadLowering<LoadStartOp>, WaitLowering, HostDeallocLowering>(
       typeConverter);
 }
 
@@ -247,7 +310,14 @@ struct ConvertOffloadToLLVM
   void runOnOperation() override {
     // Tensor-level copies must have been bufferized first.
     WalkResult leftover = getOperation().walk([](Operation *op) {
-      if (isa<OffloadToCpuOp, LoadToGpuOp>(op)) {
+      bool onTensors = llvm::any_of(op->getResultTypes(), [](Type type) {
+        if (auto future = dyn_cast<FutureType>(type))
+          type = future.getValueType();
+        return isa<TensorType>(type);
+      });
+      if (isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp,
+              WaitOp>(op) &&
+          onTensors) {
         op->emitError() << "cannot lower '" << op->getName()
                         << "' on tensors; run one-shot-bufferize first";
         return WalkResult::interrupt();
@@ -264,7 +334,8 @@ struct ConvertOffloadToLLVM
 
     ConversionTarget target(*ctx);
     target.addLegalDialect<LLVM::LLVMDialect>();
-    target.addIllegalOp<OffloadBufferOp, LoadBufferOp>();
+    target.addIllegalOp<OffloadBufferOp, LoadBufferOp, OffloadStartOp,
+                        LoadStartOp, WaitOp>();
     target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
       return !isHostMemRefType(op.getMemref().getType());
     });

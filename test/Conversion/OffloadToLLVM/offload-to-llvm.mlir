@@ -1,4 +1,4 @@
-// RUN: offload-opt %s -split-input-file -convert-offload-to-llvm -verify-diagnostics | FileCheck %s
+// RUN: offload-opt %s -split-input-file -convert-offload-to-llvm -verify-diagnostics -allow-unregistered-dialect | FileCheck %s
 
 // Offload: one call for the compute stream, then the D2H start with the
 // buffer's address, its size in bytes and that stream. The host buffer's
@@ -70,4 +70,38 @@ func.func @not_bufferized(%x: tensor<4xf32>) -> tensor<4xf32, #offload.host> {
   // expected-error @+1 {{cannot lower 'offload.offload_to_cpu' on tensors; run one-shot-bufferize first}}
   %h = offload.offload_to_cpu %x : tensor<4xf32> -> tensor<4xf32, #offload.host>
   return %h : tensor<4xf32, #offload.host>
+}
+
+// -----
+
+// The split forms: an offload future is the host buffer (its wait costs
+// nothing); a load future carries the token until its wait, which is where the
+// compute stream waits.
+// CHECK-LABEL: func @split
+// CHECK: llvm.call @offload_rt_mlir_offload_start
+// CHECK-NOT: llvm.call @offload_rt_mlir_wait
+// CHECK: %[[T:.*]] = llvm.call @offload_rt_mlir_load_start(
+// CHECK: llvm.insertvalue %[[T]], %{{.*}}[0]
+// CHECK: "test.compute"
+// CHECK-NEXT: %[[T2:.*]] = llvm.extractvalue %{{.*}}[0]
+// CHECK-NEXT: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
+// CHECK-NEXT: %[[B:.*]] = llvm.call @offload_rt_mlir_wait(%[[T2]], %[[S]])
+// CHECK-NEXT: llvm.insertvalue %[[B]], %{{.*}}[0]
+// CHECK-NEXT: llvm.insertvalue %[[B]], %{{.*}}[1]
+func.func @split(%d: memref<4xf32>) -> memref<4xf32> {
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
+  %g = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
+  "test.compute"() : () -> ()
+  %l = offload.wait %g : !offload.future<memref<4xf32>>
+  return %l : memref<4xf32>
+}
+
+// -----
+
+func.func @split_not_bufferized(%x: tensor<4xf32>) {
+  // expected-error @+1 {{cannot lower 'offload.offload_start' on tensors; run one-shot-bufferize first}}
+  %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  return
 }

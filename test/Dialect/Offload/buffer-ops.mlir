@@ -41,3 +41,31 @@ func.func @strided_result(%h: memref<4xf32, #offload.host>) {
   %0 = offload.load_buffer %h : memref<4xf32, #offload.host> -> memref<4xf32, strided<[2]>>
   return
 }
+
+// -----
+
+// The split forms work on buffers too, as bufferization leaves them.
+// CHECK-LABEL: func @split_buffers
+// CHECK: offload.offload_start %{{.*}} : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+// CHECK: offload.load_start %{{.*}} : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
+// CHECK: offload.wait %{{.*}} : !offload.future<memref<4xf32>>
+func.func @split_buffers(%d: memref<4xf32>) -> memref<4xf32> {
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
+  %g = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
+  %l = offload.wait %g : !offload.future<memref<4xf32>>
+  return %l : memref<4xf32>
+}
+
+// -----
+
+func.func @mixed_kinds(%d: memref<4xf32>) {
+  // expected-error @+1 {{result 'tensor<4xf32, #offload.host>' and source 'memref<4xf32>' must both be tensors or both be buffers}}
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a future's value must be a ranked tensor or a memref, not 'f32'}}
+func.func private @bad_future(!offload.future<f32>)

@@ -14,12 +14,15 @@
 using namespace mlir;
 using namespace mlir::offload;
 
-/// A copy between memories keeps shape and element type; only the encoding
-/// (the memory it lives in) changes.
+/// A copy between memories keeps the kind (tensor or buffer), shape and
+/// element type; only the memory it lives in changes.
 static LogicalResult verifySameTensorContents(Operation *op, Type source,
                                               Type result) {
-  auto src = cast<RankedTensorType>(source);
-  auto res = cast<RankedTensorType>(result);
+  auto src = cast<ShapedType>(source);
+  auto res = cast<ShapedType>(result);
+  if (isa<TensorType>(src) != isa<TensorType>(res))
+    return op->emitOpError() << "result " << result << " and source " << source
+                             << " must both be tensors or both be buffers";
   if (src.getShape() != res.getShape() ||
       src.getElementType() != res.getElementType())
     return op->emitOpError()
@@ -77,6 +80,16 @@ LogicalResult LoadStartOp::verify() {
 
 #define GET_TYPEDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOpsTypes.cpp.inc"
+
+LogicalResult
+FutureType::verify(function_ref<InFlightDiagnostic()> emitError,
+                   Type valueType) {
+  if (!isa<RankedTensorType, MemRefType>(valueType))
+    return emitError() << "a future's value must be a ranked tensor or a "
+                          "memref, not "
+                       << valueType;
+  return success();
+}
 
 void OffloadDialect::registerTypes() {
   addTypes<

@@ -4,9 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Both copies read their operand and write a fresh allocation of the other
-// memory: they never alias their operand and never write it, so bufferization
-// needs no copy of the operand.
+// Every copy reads its operand and writes a fresh allocation of the other
+// memory: it never aliases its operand and never writes it, so bufferization
+// needs no copy of the operand. The asynchronous forms keep their shape: a
+// start takes the source's buffer and yields a future of a buffer, the wait
+// yields that buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,11 +23,30 @@ using namespace mlir;
 using namespace mlir::bufferization;
 using namespace mlir::offload;
 
+/// The buffer type a copy's tensor result (or a future's tensor) becomes:
+/// host tensors always live in the host memory space, device tensors in the
+/// memory space the options give them.
+static FailureOr<BufferLikeType>
+getCopyBufferType(Operation *op, RankedTensorType tensorType,
+                  const BufferizationOptions &options) {
+  Attribute memorySpace = HostMemoryAttr::get(op->getContext());
+  if (!isHostTensorType(tensorType)) {
+    std::optional<Attribute> space = options.defaultMemorySpaceFn(tensorType);
+    if (!space)
+      return op->emitError() << "no memory space for " << tensorType;
+    memorySpace = *space;
+  }
+  return cast<BufferLikeType>(MemRefType::get(tensorType.getShape(),
+                                              tensorType.getElementType(),
+                                              MemRefLayoutAttrInterface(),
+                                              memorySpace));
+}
+
 namespace {
-template <typename TensorOp, typename BufferOp>
-struct CopyOpInterface
-    : public BufferizableOpInterface::ExternalModel<
-          CopyOpInterface<TensorOp, BufferOp>, TensorOp> {
+/// Common answers of ops that read their tensor operand into new memory.
+template <typename ConcreteModel, typename OpTy>
+struct ReadIntoNewMemory
+    : public BufferizableOpInterface::ExternalModel<ConcreteModel, OpTy> {
   bool bufferizesToAllocation(Operation *op, Value value) const { return true; }
 
   bool bufferizesToMemoryRead(Operation *op, OpOperand &opOperand,
@@ -42,25 +63,18 @@ struct CopyOpInterface
                                       const AnalysisState &state) const {
     return {};
   }
+};
 
+/// offload_to_cpu / load_to_gpu -> offload_buffer / load_buffer.
+template <typename TensorOp, typename BufferOp>
+struct CopyOpInterface
+    : public ReadIntoNewMemory<CopyOpInterface<TensorOp, BufferOp>, TensorOp> {
   FailureOr<BufferLikeType>
   getBufferType(Operation *op, Value value, const BufferizationOptions &options,
                 const BufferizationState &state,
                 SmallVector<Value> &invocationStack) const {
-    auto tensorType = cast<RankedTensorType>(value.getType());
-    // The host copy lives in the host memory space whatever the options say;
-    // the device copy in the memory space the options give device tensors.
-    Attribute memorySpace = HostMemoryAttr::get(op->getContext());
-    if (!isHostTensorType(tensorType)) {
-      std::optional<Attribute> space =
-          options.defaultMemorySpaceFn(tensorType);
-      if (!space)
-        return op->emitError() << "no memory space for " << tensorType;
-      memorySpace = *space;
-    }
-    return cast<BufferLikeType>(MemRefType::get(
-        tensorType.getShape(), tensorType.getElementType(),
-        MemRefLayoutAttrInterface(), memorySpace));
+    return getCopyBufferType(op, cast<RankedTensorType>(value.getType()),
+                             options);
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
@@ -71,12 +85,66 @@ struct CopyOpInterface
         getBuffer(rewriter, copy.getSource(), options, state);
     if (failed(source))
       return failure();
-    SmallVector<Value> invocationStack;
-    FailureOr<BufferLikeType> resultType = getBufferType(
-        op, copy.getResult(), options, state, invocationStack);
+    FailureOr<BufferLikeType> resultType = getCopyBufferType(
+        op, cast<RankedTensorType>(copy.getResult().getType()), options);
     if (failed(resultType))
       return failure();
     replaceOpWithNewBufferizedOp<BufferOp>(rewriter, op, *resultType, *source);
+    return success();
+  }
+};
+
+/// offload_start / load_start on a tensor -> the same op on its buffer,
+/// yielding a future of a buffer.
+template <typename StartOp>
+struct StartOpInterface
+    : public ReadIntoNewMemory<StartOpInterface<StartOp>, StartOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto start = cast<StartOp>(op);
+    FailureOr<Value> source =
+        getBuffer(rewriter, start.getSource(), options, state);
+    if (failed(source))
+      return failure();
+    auto valueType =
+        cast<RankedTensorType>(start.getFuture().getType().getValueType());
+    FailureOr<BufferLikeType> bufferType =
+        getCopyBufferType(op, valueType, options);
+    if (failed(bufferType))
+      return failure();
+    replaceOpWithNewBufferizedOp<StartOp>(
+        rewriter, op, FutureType::get(*bufferType), *source);
+    return success();
+  }
+};
+
+/// wait on a future of a tensor -> wait on the future of its buffer (the
+/// start, which dominates the wait, is bufferized first).
+struct WaitOpInterface
+    : public BufferizableOpInterface::ExternalModel<WaitOpInterface, WaitOp> {
+  bool bufferizesToAllocation(Operation *op, Value value) const { return true; }
+
+  FailureOr<BufferLikeType>
+  getBufferType(Operation *op, Value value, const BufferizationOptions &options,
+                const BufferizationState &state,
+                SmallVector<Value> &invocationStack) const {
+    return getCopyBufferType(op, cast<RankedTensorType>(value.getType()),
+                             options);
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto wait = cast<WaitOp>(op);
+    auto futureType = wait.getFuture().getType();
+    if (!isa<MemRefType>(futureType.getValueType()))
+      return op->emitError() << "the start of this future was not bufferized";
+    rewriter.setInsertionPoint(op);
+    auto bufferWait = WaitOp::create(rewriter, op->getLoc(),
+                                     futureType.getValueType(),
+                                     wait.getFuture());
+    replaceOpWithBufferizedValues(rewriter, op, bufferWait.getResult());
     return success();
   }
 };
@@ -89,5 +157,8 @@ void mlir::offload::registerBufferizableOpInterfaceExternalModels(
         CopyOpInterface<OffloadToCpuOp, OffloadBufferOp>>(*ctx);
     LoadToGpuOp::attachInterface<CopyOpInterface<LoadToGpuOp, LoadBufferOp>>(
         *ctx);
+    OffloadStartOp::attachInterface<StartOpInterface<OffloadStartOp>>(*ctx);
+    LoadStartOp::attachInterface<StartOpInterface<LoadStartOp>>(*ctx);
+    WaitOp::attachInterface<WaitOpInterface>(*ctx);
   });
 }

@@ -15,17 +15,6 @@
 include "offload/Dialect/Offload/IR/OffloadDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Offload_DeviceMemRef : Type<
-    And<[AnyRankedOrUnrankedMemRef.predicate,
-         CPred<"::llvm::isa<::mlir::MemRefType>($_self)">,
-         CPred<"!::mlir::offload::isHostMemRefType($_self)">]>,
-    "device-resident ranked memref", "::mlir::MemRefType">;
-
-def Offload_HostMemRef : Type<
-    CPred<"::mlir::offload::isHostMemRefType($_self)">,
-    "host-resident ranked memref (memory space #offload.host, identity layout)",
-    "::mlir::MemRefType">;
-
 def Offload_OffloadBufferOp : Offload_Op<"offload_buffer"> {
   let summary = "Copies a device buffer into a new pinned host buffer";
   let description = [{

@@ -35,6 +35,11 @@ RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 /// layout (what bufferizing a host tensor produces).
 bool isHostMemRefType(Type type);
 
+/// True for a host tensor or a host memref.
+inline bool isHostResident(Type type) {
+  return isHostTensorType(type) || isHostMemRefType(type);
+}
+
 } // namespace offload
 } // namespace mlir
 

@@ -48,6 +48,17 @@ def Offload_Dialect : Dialect {
   }];
 }
 
+def Offload_DeviceMemRef : Type<
+    And<[AnyRankedOrUnrankedMemRef.predicate,
+         CPred<"::llvm::isa<::mlir::MemRefType>($_self)">,
+         CPred<"!::mlir::offload::isHostMemRefType($_self)">]>,
+    "device-resident ranked memref", "::mlir::MemRefType">;
+
+def Offload_HostMemRef : Type<
+    CPred<"::mlir::offload::isHostMemRefType($_self)">,
+    "host-resident ranked memref (memory space #offload.host, identity layout)",
+    "::mlir::MemRefType">;
+
 class Offload_Op<string mnemonic, list<Trait> traits = []>
     : Op<Offload_Dialect, mnemonic, traits>;
 

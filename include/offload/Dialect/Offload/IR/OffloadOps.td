@@ -39,7 +39,8 @@ def Offload_FutureType : TypeDef<Offload_Dialect, "Future"> {
   let summary = "A value that an asynchronous copy is still producing";
   let description = [{
     `!offload.future<T>` is the handle of a copy in flight that will produce
-    a value of type `T` (a ranked tensor, host- or device-resident). It is
+    a value of type `T` (a ranked tensor, host- or device-resident, or after
+    bufferization the corresponding memref). It is
     made by `offload.offload_start` or `offload.load_start` and consumed by
     at most one `offload.wait`, which yields the `T`:
 
@@ -49,26 +50,27 @@ def Offload_FutureType : TypeDef<Offload_Dialect, "Future"> {
     %h = offload.wait %f : !offload.future<tensor<8x1024xbf16, #offload.host>>
     ```
   }];
-  let parameters = (ins "::mlir::RankedTensorType":$valueType);
+  let parameters = (ins "::mlir::Type":$valueType);
   let builders = [
-    TypeBuilderWithInferredContext<(ins "::mlir::RankedTensorType":$valueType), [{
+    TypeBuilderWithInferredContext<(ins "::mlir::Type":$valueType), [{
       return $_get(valueType.getContext(), valueType);
     }]>
   ];
+  let genVerifyDecl = 1;
   let assemblyFormat = "`<` $valueType `>`";
 }
 
 def Offload_HostFuture : Type<
     And<[CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
-         CPred<"::mlir::offload::isHostTensorType(::llvm::cast<"
+         CPred<"::mlir::offload::isHostResident(::llvm::cast<"
                "::mlir::offload::FutureType>($_self).getValueType())">]>,
-    "future of a host-resident tensor", "::mlir::offload::FutureType">;
+    "future of a host-resident tensor or buffer", "::mlir::offload::FutureType">;
 
 def Offload_DeviceFuture : Type<
     And<[CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
-         CPred<"!::mlir::offload::isHostTensorType(::llvm::cast<"
+         CPred<"!::mlir::offload::isHostResident(::llvm::cast<"
                "::mlir::offload::FutureType>($_self).getValueType())">]>,
-    "future of a device-resident tensor", "::mlir::offload::FutureType">;
+    "future of a device-resident tensor or buffer", "::mlir::offload::FutureType">;
 
 def Offload_AnyFuture : Type<
     CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
@@ -159,7 +161,7 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
         : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
     ```
   }];
-  let arguments = (ins Offload_DeviceTensor:$source);
+  let arguments = (ins AnyTypeOf<[Offload_DeviceTensor, Offload_DeviceMemRef]>:$source);
   let results = (outs Offload_HostFuture:$future);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` qualified(type($future))";
   let hasVerifier = 1;
@@ -182,7 +184,7 @@ def Offload_LoadStartOp : Offload_Op<"load_start",
         : tensor<8x1024xbf16, #offload.host> -> !offload.future<tensor<8x1024xbf16>>
     ```
   }];
-  let arguments = (ins Offload_HostTensor:$source);
+  let arguments = (ins AnyTypeOf<[Offload_HostTensor, Offload_HostMemRef]>:$source);
   let results = (outs Offload_DeviceFuture:$future);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` qualified(type($future))";
   let hasVerifier = 1;
@@ -209,7 +211,7 @@ def Offload_WaitOp : Offload_Op<"wait", [
     ```
   }];
   let arguments = (ins Offload_AnyFuture:$future);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
 
