@@ -9,6 +9,7 @@
 
 #include "offload/Conversion/OffloadToLLVM/OffloadToLLVM.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

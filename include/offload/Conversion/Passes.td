@@ -35,4 +35,22 @@ def ConvertOffloadToLLVM : Pass<"convert-offload-to-llvm", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ConvertTraceToCalls : Pass<"convert-trace-to-calls", "ModuleOp"> {
+  let summary = "Turn framework-traced ops into calls of external functions";
+  let description = [{
+    A `trace.op` or `trace.view` names a framework op (`aten.mm.default`)
+    that has no MLIR lowering of its own. This pass turns each into a
+    `func.call` of a private external function that the framework side
+    provides, so a traced step can be bufferized and lowered to LLVM like
+    any other code, with the copies lowered to `offload_rt` calls.
+
+    One declaration is made per target and signature, named
+    `<target>_<n>` (`@aten.mm.default_0`); it carries the target in
+    `trace.target`. The call keeps the FX node name and the non-tensor
+    arguments (`trace.node`, `trace.args`, `trace.kwargs`,
+    `trace.mutates`), so nothing of the traced call is lost.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // OFFLOAD_CONVERSION_PASSES_TD
