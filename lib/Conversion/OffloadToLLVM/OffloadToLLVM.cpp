@@ -90,13 +90,6 @@ Value callRuntime(ConversionPatternRewriter &rewriter, Operation *op,
   return fn.result == RuntimeFunction::Void ? Value() : call.getResult();
 }
 
-/// Shape, strides and byte size of a buffer with identity layout whose
-/// dynamic sizes are read from `descriptor`.
-struct BufferGeometry {
-  SmallVector<Value> sizes, strides;
-  Value bytes;
-};
-
 /// The buffer a copy produces: its result, or the value of its future.
 Type getCopyResultType(Operation *op) {
   Type type = op->getResult(0).getType();
@@ -105,25 +98,46 @@ Type getCopyResultType(Operation *op) {
   return type;
 }
 
+/// A copy into new memory: reads the source descriptor's geometry, lets the
+/// subclass emit the runtime calls, and builds the new descriptor (same
+/// sizes, identity strides) from the pointers they return.
 template <typename OpTy>
 class CopyLowering : public ConvertOpToLLVMPattern<OpTy> {
 public:
   using ConvertOpToLLVMPattern<OpTy>::ConvertOpToLLVMPattern;
+  using OpAdaptor = typename OpTy::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
+    if (!sourceType)
+      return rewriter.notifyMatchFailure(op, "not bufferized");
+    Location loc = op.getLoc();
+    MemRefDescriptor source(adaptor.getSource());
+    SmallVector<Value> dynamicSizes;
+    for (auto [i, size] : llvm::enumerate(sourceType.getShape()))
+      if (ShapedType::isDynamic(size))
+        dynamicSizes.push_back(source.size(rewriter, loc, i));
+    SmallVector<Value> sizes, strides;
+    Value bytes;
+    this->getMemRefDescriptorSizes(loc, sourceType, dynamicSizes, rewriter,
+                                   sizes, strides, bytes);
+    auto [allocated, aligned] =
+        emitCopy(op, source, sourceType, bytes, rewriter);
+    Value result = this->createMemRefDescriptor(
+        loc, cast<MemRefType>(getCopyResultType(op)), allocated, aligned,
+        sizes, strides, rewriter);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
 
 protected:
-  BufferGeometry getGeometry(MemRefType type, Value descriptor, Location loc,
-                             ConversionPatternRewriter &rewriter) const {
-    MemRefDescriptor desc(descriptor);
-    SmallVector<Value> dynamicSizes;
-    for (auto [i, size] : llvm::enumerate(type.getShape()))
-      if (ShapedType::isDynamic(size))
-        dynamicSizes.push_back(desc.size(rewriter, loc, i));
-    BufferGeometry geometry;
-    this->getMemRefDescriptorSizes(loc, type, dynamicSizes, rewriter,
-                                   geometry.sizes, geometry.strides,
-                                   geometry.bytes);
-    return geometry;
-  }
+  /// Emits the copy's runtime calls; returns the allocated and aligned
+  /// pointers of the new descriptor.
+  virtual std::pair<Value, Value>
+  emitCopy(OpTy op, MemRefDescriptor source, MemRefType sourceType,
+           Value bytes, ConversionPatternRewriter &rewriter) const = 0;
 };
 
 /// offload_buffer, and offload_start on a buffer: the D2H copy starts behind
@@ -133,30 +147,18 @@ template <typename OpTy>
 class OffloadLowering : public CopyLowering<OpTy> {
 public:
   using CopyLowering<OpTy>::CopyLowering;
-  using OpAdaptor = typename OpTy::Adaptor;
 
-  LogicalResult
-  matchAndRewrite(OpTy op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
-    if (!sourceType)
-      return rewriter.notifyMatchFailure(op, "not bufferized");
-    Location loc = op.getLoc();
-    auto resultType = cast<MemRefType>(getCopyResultType(op));
-    BufferGeometry geometry =
-        this->getGeometry(sourceType, adaptor.getSource(), loc, rewriter);
-    Value source = MemRefDescriptor(adaptor.getSource())
-                       .bufferPtr(rewriter, loc, *this->getTypeConverter(),
-                                  sourceType);
+protected:
+  std::pair<Value, Value>
+  emitCopy(OpTy op, MemRefDescriptor source, MemRefType sourceType,
+           Value bytes, ConversionPatternRewriter &rewriter) const override {
+    Value pointer = source.bufferPtr(rewriter, op.getLoc(),
+                                     *this->getTypeConverter(), sourceType);
     Value stream = callRuntime(rewriter, op, kComputeStream, {});
-    Value handle = callRuntime(rewriter, op, kOffloadStart,
-                               {source, geometry.bytes, stream});
+    Value handle =
+        callRuntime(rewriter, op, kOffloadStart, {pointer, bytes, stream});
     Value data = callRuntime(rewriter, op, kHostData, {handle});
-    Value result = this->createMemRefDescriptor(
-        loc, resultType, handle, data, geometry.sizes, geometry.strides,
-        rewriter);
-    rewriter.replaceOp(op, result);
-    return success();
+    return {handle, data};
   }
 };
 
@@ -167,31 +169,19 @@ template <typename OpTy>
 class LoadLowering : public CopyLowering<OpTy> {
 public:
   using CopyLowering<OpTy>::CopyLowering;
-  using OpAdaptor = typename OpTy::Adaptor;
 
-  LogicalResult
-  matchAndRewrite(OpTy op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
-    if (!sourceType)
-      return rewriter.notifyMatchFailure(op, "not bufferized");
-    Location loc = op.getLoc();
-    auto resultType = cast<MemRefType>(getCopyResultType(op));
-    BufferGeometry geometry =
-        this->getGeometry(sourceType, adaptor.getSource(), loc, rewriter);
-    Value handle = MemRefDescriptor(adaptor.getSource()).allocatedPtr(rewriter,
-                                                                      loc);
+protected:
+  std::pair<Value, Value>
+  emitCopy(OpTy op, MemRefDescriptor source, MemRefType sourceType,
+           Value bytes, ConversionPatternRewriter &rewriter) const override {
+    Value handle = source.allocatedPtr(rewriter, op.getLoc());
     Value stream = callRuntime(rewriter, op, kComputeStream, {});
-    Value token = callRuntime(rewriter, op, kLoadStart,
-                              {handle, geometry.bytes, stream});
-    Value buffer = token;
-    if (isa<LoadBufferOp>(op))
-      buffer = callRuntime(rewriter, op, kWait, {token, stream});
-    Value result = this->createMemRefDescriptor(
-        loc, resultType, buffer, buffer, geometry.sizes, geometry.strides,
-        rewriter);
-    rewriter.replaceOp(op, result);
-    return success();
+    Value token =
+        callRuntime(rewriter, op, kLoadStart, {handle, bytes, stream});
+    if (!isa<LoadBufferOp>(op))
+      return {token, token};
+    Value buffer = callRuntime(rewriter, op, kWait, {token, stream});
+    return {buffer, buffer};
   }
 };
 

@@ -65,6 +65,28 @@ struct ReadIntoNewMemory
   }
 };
 
+/// Replaces a copy of a tensor by `NewOp` on the source's buffer. The new op
+/// yields the buffer of `valueType`, or with `asFuture` a future of it.
+template <typename NewOp>
+LogicalResult replaceWithBufferCopy(Operation *op, Value source,
+                                    RankedTensorType valueType, bool asFuture,
+                                    RewriterBase &rewriter,
+                                    const BufferizationOptions &options,
+                                    BufferizationState &state) {
+  FailureOr<Value> buffer = getBuffer(rewriter, source, options, state);
+  if (failed(buffer))
+    return failure();
+  FailureOr<BufferLikeType> bufferType =
+      getCopyBufferType(op, valueType, options);
+  if (failed(bufferType))
+    return failure();
+  Type resultType = *bufferType;
+  if (asFuture)
+    resultType = FutureType::get(resultType);
+  replaceOpWithNewBufferizedOp<NewOp>(rewriter, op, resultType, *buffer);
+  return success();
+}
+
 /// offload_to_cpu / load_to_gpu -> offload_buffer / load_buffer.
 template <typename TensorOp, typename BufferOp>
 struct CopyOpInterface
@@ -81,16 +103,9 @@ struct CopyOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto copy = cast<TensorOp>(op);
-    FailureOr<Value> source =
-        getBuffer(rewriter, copy.getSource(), options, state);
-    if (failed(source))
-      return failure();
-    FailureOr<BufferLikeType> resultType = getCopyBufferType(
-        op, cast<RankedTensorType>(copy.getResult().getType()), options);
-    if (failed(resultType))
-      return failure();
-    replaceOpWithNewBufferizedOp<BufferOp>(rewriter, op, *resultType, *source);
-    return success();
+    return replaceWithBufferCopy<BufferOp>(
+        op, copy.getSource(), cast<RankedTensorType>(copy.getType()),
+        /*asFuture=*/false, rewriter, options, state);
   }
 };
 
@@ -103,19 +118,10 @@ struct StartOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto start = cast<StartOp>(op);
-    FailureOr<Value> source =
-        getBuffer(rewriter, start.getSource(), options, state);
-    if (failed(source))
-      return failure();
-    auto valueType =
-        cast<RankedTensorType>(start.getFuture().getType().getValueType());
-    FailureOr<BufferLikeType> bufferType =
-        getCopyBufferType(op, valueType, options);
-    if (failed(bufferType))
-      return failure();
-    replaceOpWithNewBufferizedOp<StartOp>(
-        rewriter, op, FutureType::get(*bufferType), *source);
-    return success();
+    return replaceWithBufferCopy<StartOp>(
+        op, start.getSource(),
+        cast<RankedTensorType>(start.getFuture().getType().getValueType()),
+        /*asFuture=*/true, rewriter, options, state);
   }
 };
 
