@@ -60,6 +60,10 @@ private:
   llvm::DenseMap<Value, Ref> refs;
   /// The copy each future or copied value comes from.
   llvm::DenseMap<Value, unsigned> copyOf;
+  /// Per forward buffer, the last forward view op reading it.
+  llvm::DenseMap<unsigned, int> lastForwardView;
+  /// Per saved link, the first backward view op reading it.
+  llvm::DenseMap<unsigned, int> firstBackwardView;
 };
 } // namespace offload
 } // namespace mlir
@@ -88,6 +92,7 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
       model.planInIR.loadOf[copy.target] = model.planInIR.copies.size();
     }
     copyOf[result] = model.planInIR.copies.size();
+    copy.sequence = model.planInIR.copies.size();
     model.planInIR.copies.push_back(copy);
     refs[result] = *ref;
   };
@@ -105,14 +110,25 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
     alias(wait.getResult(), wait.getFuture());
     auto it = copyOf.find(wait.getFuture());
     if (it != copyOf.end()) {
-      copyOf[wait.getResult()] = it->second;
-      PlannedCopy &copy = model.planInIR.copies[it->second];
+      // Inserting may grow the map and invalidate `it`: read it first.
+      unsigned index = it->second;
+      copyOf[wait.getResult()] = index;
+      PlannedCopy &copy = model.planInIR.copies[index];
       if (copy.kind == PlannedCopy::Kind::Load)
         copy.waitPos = pos;
     }
   } else if (Value source = getViewSource(op)) {
     for (Value result : op->getResults())
       alias(result, source);
+    // Views are no real use, but the offload of a forward storage follows
+    // its views (offload-insert-offloads), and a backward view of a saved
+    // value may hold its load (see build()).
+    if (std::optional<Ref> ref = lookup(source)) {
+      if (!backward && *ref >= 0)
+        lastForwardView[*ref] = pos;
+      else if (backward && *ref < 0)
+        firstBackwardView.try_emplace(-*ref - 1, pos);
+    }
   } else {
     // A real op: it reads its operands (and what its regions capture) and
     // defines new buffers, except where destination-passing style makes a
@@ -210,23 +226,30 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   Block &backward = step.getBackward().getFunctionBody().front();
   int firstBackward = model.numForwardOps;
   for (BlockArgument arg : backward.getArguments()) {
-    if (arg.getArgNumber() < numSaved)
+    if (arg.getArgNumber() < numSaved) {
       refs[arg] = linkRef(arg.getArgNumber());
-    else
-      refs[arg] = newBuffer(arg.getType(), firstBackward, false);
+      continue;
+    }
+    unsigned buffer = newBuffer(arg.getType(), firstBackward, false);
+    model.buffers[buffer].backwardArgument = true;
+    refs[arg] = buffer;
   }
   for (Operation &op : backward.without_terminator())
     addOp(&op, true);
   int lastPos = int(model.ops.size()) - 1;
+  int endPos = int(model.ops.size());
   Operation *backwardReturn = backward.getTerminator();
+  llvm::SmallDenseSet<unsigned> returnedLinks;
   for (Value operand : backwardReturn->getOperands()) {
     std::optional<Ref> ref = lookup(operand);
     if (!ref || isHostTensorType(operand.getType()))
       continue;
-    if (*ref >= 0)
+    if (*ref >= 0) {
       model.buffers[*ref].holdPos = std::max(model.buffers[*ref].holdPos, lastPos);
-    else
+    } else {
       model.links[-*ref - 1].lastUse = lastPos;
+      returnedLinks.insert(-*ref - 1);
+    }
   }
 
   for (PlannedCopy &copy : model.planInIR.copies)
@@ -247,6 +270,30 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
       link.lastUse = std::max(link.lastUse, int(pos));
     }
   }
+  model.lastForwardRead = model.lastDirectUse;
+  for (auto [buffer, pos] : lastForwardView)
+    model.lastForwardRead[buffer] =
+        std::max(model.lastForwardRead[buffer], pos);
+
+  // Where offload-insert-loads will load each saved value: before the first
+  // op reading it after offload-reorder-backward has sunk its views. A view
+  // stays above the first reorder barrier after it, and a view nobody reads,
+  // like a value only the return reads, stays at the end of backward.
+  SmallVector<int> barriers;
+  for (unsigned pos = firstBackward; pos < model.ops.size(); ++pos)
+    if (isReorderBarrier(model.ops[pos].op))
+      barriers.push_back(pos);
+  auto moveFirstUseTo = [](StepModel::Link &link, int pos) {
+    if (link.firstUse < 0 || pos < link.firstUse)
+      link.firstUse = pos;
+  };
+  for (auto [l, view] : firstBackwardView) {
+    StepModel::Link &link = model.links[l];
+    auto barrier = llvm::upper_bound(barriers, view);
+    moveFirstUseTo(link, barrier == barriers.end() ? endPos : *barrier);
+  }
+  for (unsigned l : returnedLinks)
+    moveFirstUseTo(model.links[l], endPos);
 
   model.startTimes.resize(model.ops.size() + 1);
   double time = 0;
@@ -288,7 +335,16 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
                             int64_t maxInflightBytes) const {
   CopyPlan plan = getEmptyPlan();
   llvm::DenseMap<Value, unsigned> offloadOfValue;
-  for (unsigned l : chosen) {
+  // In saved order, as offload-insert-offloads and offload-insert-loads
+  // place the copies: an offload goes right after the last use of its
+  // storage, so before the offloads of other storages placed there earlier
+  // and after those of its own storage (they use it); loads before the same
+  // op keep the saved order.
+  llvm::DenseMap<unsigned, SmallVector<unsigned>> offloadsAt;
+  SmallVector<unsigned> sorted(chosen);
+  llvm::sort(sorted);
+  sorted.erase(llvm::unique(sorted), sorted.end());
+  for (unsigned l : sorted) {
     const Link &link = links[l];
     if (link.buffer < 0 || buffers[link.buffer].persistent)
       continue;
@@ -298,9 +354,15 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     if (inserted) {
       // Right after the last forward use of the storage (views included).
       const Buffer &buffer = buffers[link.buffer];
-      int last = lastDirectUse[link.buffer];
+      int last = lastForwardRead[link.buffer];
       if (last < 0 || last >= int(numForwardOps))
         last = buffer.defPos;
+      SmallVector<unsigned> &row = offloadsAt[last + 1];
+      auto sameStorage = llvm::find_if(llvm::reverse(row), [&](unsigned c) {
+        return plan.copies[c].target == unsigned(link.buffer);
+      });
+      row.insert(sameStorage == row.rend() ? row.begin() : sameStorage.base(),
+                 plan.copies.size());
       plan.copies.push_back({PlannedCopy::Kind::Offload, unsigned(link.buffer),
                              link.bytes, unsigned(last + 1)});
     }
@@ -310,9 +372,22 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     plan.copies.push_back({PlannedCopy::Kind::Load, l, link.bytes,
                            unsigned(link.firstUse), unsigned(link.firstUse),
                            int(it->second)});
+    plan.copies.back().sequence = plan.copies.size();
   }
-  if (schedule)
+  // Offloads go to their stream before loads issued at the same op (the end
+  // of forward), in the order of their ops.
+  for (auto &[pos, row] : offloadsAt)
+    for (auto [rank, copy] : llvm::enumerate(row))
+      plan.copies[copy].sequence = int64_t(rank) - int64_t(row.size());
+  if (schedule) {
     scheduleLoads(plan, maxInflightBytes);
+    // offload-schedule-copies puts the load starts hoisted before one op
+    // in the order of their waits.
+    int64_t count = plan.copies.size();
+    for (PlannedCopy &copy : plan.copies)
+      if (copy.kind == PlannedCopy::Kind::Load)
+        copy.sequence += int64_t(copy.waitPos) * count;
+  }
   return plan;
 }
 
@@ -322,9 +397,13 @@ void StepModel::scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const {
     if (copy.kind == PlannedCopy::Kind::Load)
       loads.push_back(index);
   // Latest wait first; the H2D stream is serial, so each load must end
-  // before the next one (in time) starts.
+  // before the next one (in time) starts. Of loads waited before one op, the
+  // last in the IR waits last.
   llvm::stable_sort(loads, [&](unsigned a, unsigned b) {
-    return plan.copies[a].waitPos > plan.copies[b].waitPos;
+    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
+    if (x.waitPos != y.waitPos)
+      return x.waitPos > y.waitPos;
+    return x.sequence > y.sequence;
   });
   SmallVector<int64_t> inflight(ops.size() + 1, 0);
   double streamFree = kInf;
@@ -494,8 +573,14 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
   result.exposedPerCopy.assign(plan.copies.size(), 0);
 
   SmallVector<SmallVector<unsigned, 2>> issuedAt(numOps + 1), waitedAt(numOps + 1);
+  SmallVector<unsigned> bySequence =
+      llvm::to_vector(llvm::seq<unsigned>(0, plan.copies.size()));
+  llvm::stable_sort(bySequence, [&](unsigned a, unsigned b) {
+    return plan.copies[a].sequence < plan.copies[b].sequence;
+  });
+  for (unsigned index : bySequence)
+    issuedAt[std::min(plan.copies[index].issuePos, numOps)].push_back(index);
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
-    issuedAt[std::min(copy.issuePos, numOps)].push_back(index);
     if (copy.kind == PlannedCopy::Kind::Load)
       waitedAt[std::min(copy.waitPos, numOps)].push_back(index);
     (copy.kind == PlannedCopy::Kind::Load ? result.h2dBytes : result.d2hBytes) +=
@@ -564,6 +649,10 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
       events.push_back({0, -1, buffer.bytes, int(id)});
       continue;
     }
+    // Without this, an unread argument would live as long as whatever op
+    // is first in backward, a copy (no time) or not, depending on the pass.
+    if (buffer.backwardArgument && lastPos[id] < 0)
+      continue;
     unsigned def = std::min<unsigned>(std::max(buffer.defPos, 0), numOps);
     events.push_back({opStart[def], 2 * int64_t(def), buffer.bytes, int(id)});
     int last = lastPos[id] < 0 ? int(def) : std::max(lastPos[id], int(def));

@@ -232,6 +232,17 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       current = std::move(bestResult);
     }
     if (current.peakBytes > limit) {
+      // The greedy stops where no single offload lowers the peak; offloading
+      // everything may still fit, and the step below drops what it need not.
+      SmallVector<unsigned> all =
+          llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));
+      SimulationResult everything = planner.simulate(all);
+      if (everything.peakBytes <= limit) {
+        chosen = std::move(all);
+        current = std::move(everything);
+      }
+    }
+    if (current.peakBytes > limit) {
       SmallVector<unsigned> all =
           llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));
       int64_t reachable =

@@ -34,8 +34,11 @@
 // L8: total: offloaded 184 values, 15.0 GiB; kept 90 values, 3.3 GiB
 // L8-NEXT: peak device memory 16.7 GiB -> 14.4 GiB; step 156.068 ms -> 694.922 ms (exposed copies 538.854 ms)
 // L8-SCHED: peak device memory 16.7 GiB -> 16.4 GiB; step 156.068 ms -> 637.385 ms (exposed copies 481.316 ms)
-// L8-HIDDEN: total: offloaded 29 values, 3.9 GiB; kept 245 values, 14.3 GiB
-// L8-HIDDEN-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 156.068 ms -> 157.646 ms (exposed copies 1.578 ms)
+// At most 1% slower: 157.625 <= 1.01 x 156.068 = 157.629 ms. (Before the
+// planner predicted the copies in the order the passes place them, it chose
+// 29 values and the step came out at 157.646 ms, over the limit.)
+// L8-HIDDEN: total: offloaded 27 values, 3.9 GiB; kept 247 values, 14.3 GiB
+// L8-HIDDEN-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 156.068 ms -> 157.625 ms (exposed copies 1.557 ms)
 // L8-BUDGET: total: offloaded 8 values, 1.8 GiB; kept 266 values, 16.5 GiB
 // L8-BUDGET-NEXT: peak device memory 16.7 GiB -> 15.0 GiB; step 156.068 ms -> 156.068 ms (exposed copies 0.0 us)
 // L8-NOFIT: error: offload-plan: no plan fits the budget of 13.00 GiB (13958643712 bytes): the smallest predicted peak is 14.01 GiB

@@ -47,6 +47,9 @@ struct PlannedCopy {
   unsigned waitPos = 0;
   /// Load: the offload copy that produced its host value, or -1.
   int dependsOn = -1;
+  /// Copies issued before the same op go to their stream in this order (the
+  /// order of their ops in the IR).
+  int64_t sequence = 0;
 };
 
 /// Which saved values move, and where their copies are.
@@ -138,6 +141,9 @@ private:
     bool persistent;
     /// Position it must stay live through regardless of uses, or -1.
     int holdPos = -1;
+    /// A backward argument (not a saved value): live from the start of
+    /// backward to its last use, and not at all if nothing reads it.
+    bool backwardArgument = false;
   };
   struct Link {
     /// The forward buffer the saved value's storage is, or -1 if none
@@ -146,7 +152,11 @@ private:
     int64_t bytes = 0;
     /// The saved value in forward (whose view closure the offload follows).
     Value value;
-    /// First and last backward op that reads the link; -1 if none.
+    /// First and last backward op that reads the link; -1 if none. The
+    /// first is where offload-insert-loads loads it: the first real use, or
+    /// earlier where a view of it cannot sink past a reorder barrier, or the
+    /// end of backward (the number of ops) where only the return or views
+    /// nobody reads read it.
     int firstUse = -1, lastUse = -1;
   };
 
@@ -160,6 +170,9 @@ private:
   llvm::DenseMap<Operation *, unsigned> positions;
   /// Per buffer, the last position an op reads it directly, or -1.
   SmallVector<int> lastDirectUse;
+  /// Per buffer, the last forward position an op reads it, views included
+  /// (where offload-insert-offloads puts its offload), or -1.
+  SmallVector<int> lastForwardRead;
   CopyPlan planInIR;
 
   friend class StepModelBuilder;

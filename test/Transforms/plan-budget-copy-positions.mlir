@@ -1,0 +1,63 @@
+// Regression tests: the planner must predict the copies where the pipeline
+// puts them, or a plan it says fits the budget does not.
+// RUN: not offload-opt %s -split-input-file -offload-activations="budget=0.95" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s
+// RUN: offload-opt %s -split-input-file -offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=ALL
+
+// Before the fix both steps "fit" 95% of their peak, and the report of the
+// plan predicted the full peak (72 KiB -> 72 KiB) and a slower step.
+// ALL: peak device memory 72.0 KiB -> 72.0 KiB
+// ALL: peak device memory 72.0 KiB -> 72.0 KiB
+
+// In backward, the view of the saved value cannot sink past the in-place
+// add_, so the value is loaded before it, not at its real consumer %3: it is
+// on the device while %0 and %1 make the peak, and offloading it frees
+// nothing there.
+// CHECK: error: offload-plan: no plan fits the budget of 0.00 GiB (70041 bytes): the smallest predicted peak is 0.00 GiB (73728 bytes); without offload it is 0.00 GiB (73728 bytes)
+func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %a = trace.op "aten.exp.default"(%x) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %b = trace.op "aten.exp.default"(%a) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %c = trace.op "aten.exp.default"(%b) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %d = trace.op "aten.exp.default"(%c) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %e = trace.op "aten.exp.default"(%d) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %f = trace.op "aten.exp.default"(%e) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %g = trace.op "aten.exp.default"(%f) : (tensor<1024xf32>) -> tensor<1024xf32>
+  return %g, %a : tensor<1024xf32>, tensor<1024xf32>
+}
+func.func @backward(%s: tensor<1024xf32>, %t: tensor<1024xf32>) -> tensor<32x32xf32> {
+  %v = trace.view "aten.view.default"(%s) : (tensor<1024xf32>) -> tensor<32x32xf32>
+  %m = trace.op "aten.add_.Tensor"(%t, %t) {mutates = array<i64: 0>} : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  %0 = trace.op "aten.exp.default"(%m) : (tensor<1024xf32>) -> tensor<8192xf32>
+  %1 = trace.op "aten.exp.default"(%0) : (tensor<8192xf32>) -> tensor<8192xf32>
+  %2 = trace.op "aten.sum.default"(%1) : (tensor<8192xf32>) -> tensor<32x32xf32>
+  %3 = trace.op "aten.mul.Tensor"(%2, %v) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %3 : tensor<32x32xf32>
+}
+
+// -----
+
+// In forward, %a is saved through a view taken at the end, so its offload
+// goes after that view, not after %b, its last real use: %a is on the device
+// while %g and %h make the peak.
+// CHECK: error: offload-plan: no plan fits the budget of 0.00 GiB (70041 bytes): the smallest predicted peak is 0.00 GiB (73728 bytes); without offload it is 0.00 GiB (73728 bytes)
+func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<32x32xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %a = trace.op "aten.exp.default"(%x) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %b = trace.op "aten.exp.default"(%a) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %c = trace.op "aten.exp.default"(%b) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %d = trace.op "aten.exp.default"(%c) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %e = trace.op "aten.exp.default"(%d) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %f0 = trace.op "aten.exp.default"(%e) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %f1 = trace.op "aten.exp.default"(%f0) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %f2 = trace.op "aten.exp.default"(%f1) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %f = trace.op "aten.exp.default"(%f2) : (tensor<1024xf32>) -> tensor<1024xf32>
+  %g = trace.op "aten.exp.default"(%f) : (tensor<1024xf32>) -> tensor<8192xf32>
+  %h = trace.op "aten.exp.default"(%g) : (tensor<8192xf32>) -> tensor<8192xf32>
+  %i = trace.op "aten.sum.default"(%h) : (tensor<8192xf32>) -> tensor<1024xf32>
+  %v = trace.view "aten.view.default"(%a) : (tensor<1024xf32>) -> tensor<32x32xf32>
+  return %i, %v : tensor<1024xf32>, tensor<32x32xf32>
+}
+func.func @backward(%s: tensor<32x32xf32>, %t: tensor<1024xf32>) -> tensor<32x32xf32> {
+  %0 = trace.op "aten.mul.Tensor"(%s, %t) : (tensor<32x32xf32>, tensor<1024xf32>) -> tensor<32x32xf32>
+  return %0 : tensor<32x32xf32>
+}
