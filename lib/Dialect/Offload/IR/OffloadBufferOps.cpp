@@ -12,30 +12,13 @@
 using namespace mlir;
 using namespace mlir::offload;
 
-/// A buffer copy between memories keeps shape and element type.
-static LogicalResult verifySameBufferContents(Operation *op, Type source,
-                                              Type result) {
-  auto src = cast<MemRefType>(source);
-  auto res = cast<MemRefType>(result);
-  if (src.getShape() != res.getShape() ||
-      src.getElementType() != res.getElementType())
-    return op->emitOpError()
-           << "result " << result
-           << " must have the shape and element type of source " << source;
-  if (!res.getLayout().isIdentity())
-    return op->emitOpError() << "result " << result
-                             << " must have an identity layout (it is a new "
-                                "allocation)";
-  return success();
-}
-
 LogicalResult OffloadBufferOp::verify() {
-  return verifySameBufferContents(*this, getSource().getType(),
+  return verifyCopyTypes(*this, getSource().getType(),
                                   getResult().getType());
 }
 
 LogicalResult LoadBufferOp::verify() {
-  return verifySameBufferContents(*this, getSource().getType(),
+  return verifyCopyTypes(*this, getSource().getType(),
                                   getResult().getType());
 }
 

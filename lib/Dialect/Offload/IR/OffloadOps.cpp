@@ -14,10 +14,8 @@
 using namespace mlir;
 using namespace mlir::offload;
 
-/// A copy between memories keeps the kind (tensor or buffer), shape and
-/// element type; only the memory it lives in changes.
-static LogicalResult verifySameTensorContents(Operation *op, Type source,
-                                              Type result) {
+LogicalResult mlir::offload::verifyCopyTypes(Operation *op, Type source,
+                                             Type result) {
   auto src = cast<ShapedType>(source);
   auto res = cast<ShapedType>(result);
   if (isa<TensorType>(src) != isa<TensorType>(res))
@@ -28,16 +26,21 @@ static LogicalResult verifySameTensorContents(Operation *op, Type source,
     return op->emitOpError()
            << "result " << result
            << " must have the shape and element type of source " << source;
+  if (auto buffer = dyn_cast<MemRefType>(res);
+      buffer && !buffer.getLayout().isIdentity())
+    return op->emitOpError() << "result " << result
+                             << " must have an identity layout (it is a new "
+                                "allocation)";
   return success();
 }
 
 LogicalResult OffloadToCpuOp::verify() {
-  return verifySameTensorContents(*this, getSource().getType(),
+  return verifyCopyTypes(*this, getSource().getType(),
                                   getResult().getType());
 }
 
 LogicalResult LoadToGpuOp::verify() {
-  return verifySameTensorContents(*this, getSource().getType(),
+  return verifyCopyTypes(*this, getSource().getType(),
                                   getResult().getType());
 }
 
@@ -61,14 +64,14 @@ static LogicalResult verifyFutureUses(Operation *op, Value future) {
 }
 
 LogicalResult OffloadStartOp::verify() {
-  if (failed(verifySameTensorContents(*this, getSource().getType(),
+  if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())))
     return failure();
   return verifyFutureUses(*this, getFuture());
 }
 
 LogicalResult LoadStartOp::verify() {
-  if (failed(verifySameTensorContents(*this, getSource().getType(),
+  if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())))
     return failure();
   return verifyFutureUses(*this, getFuture());

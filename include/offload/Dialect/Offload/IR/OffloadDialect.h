@@ -35,6 +35,11 @@ RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 /// layout (what bufferizing a host tensor produces).
 bool isHostMemRefType(Type type);
 
+/// Checks that a copy from `source` to `result` keeps the kind (tensor or
+/// buffer), shape and element type, and that a result buffer has an identity
+/// layout (it is a new allocation); emits the error on `op`.
+LogicalResult verifyCopyTypes(Operation *op, Type source, Type result);
+
 /// True for a host tensor or a host memref.
 inline bool isHostResident(Type type) {
   return isHostTensorType(type) || isHostMemRefType(type);
