@@ -6,8 +6,13 @@
 //
 // Guarantees: no `offload.offload_to_cpu` or `offload.load_to_gpu` is left
 // at the top level of a training step's functions. Each became a start at
-// the copy's place and an `offload.wait` right before the first use of its
-// value (for offloads: the forward's return). Every load start sits at or
+// the copy's place and an `offload.wait`. A load's wait sits right before the
+// first use of its value. An offload's wait sits at its release point: before
+// the first forward op the cost model predicts to start once the copy is
+// done, or before the return if none does. Runtimes that cannot free a
+// buffer asynchronously (a framework's allocator) release the source there,
+// in stream order, so that is where the device memory comes back. Every load
+// start sits at or
 // above its wait, below the start of backward and below its source's
 // definition; loads started and not yet waited hold at most
 // `max-inflight-bytes` at any point (a load bigger than that alone starts
@@ -65,6 +70,35 @@ static void splitCopies(Block &body) {
   }
 }
 
+/// Moves the wait of each offload in `plan` up to the first forward op that
+/// `model` predicts to start after the copy ends (compute alone: forward
+/// never stalls on an offload), keeping it below its start.
+static void placeOffloadWaits(const StepModel &model, const CopyPlan &plan) {
+  SimulationResult predicted = model.simulate(plan);
+  ArrayRef<double> startTimes = model.getComputeStartTimes();
+  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+    if (copy.kind != PlannedCopy::Kind::Offload ||
+        copy.issuePos >= model.getNumForwardOps())
+      continue;
+    auto start = dyn_cast<OffloadStartOp>(model.getOp(copy.issuePos));
+    if (!start || !start.getFuture().hasOneUse())
+      continue;
+    auto wait = dyn_cast<WaitOp>(*start.getFuture().getUsers().begin());
+    if (!wait || wait->getBlock() != start->getBlock())
+      continue;
+    double copyEnd = predicted.copyEnd[index];
+    for (Operation *op = start->getNextNode(); op && op != wait;
+         op = op->getNextNode()) {
+      std::optional<unsigned> pos = model.getPosition(op);
+      if (!pos || *pos >= model.getNumForwardOps() ||
+          startTimes[*pos] < copyEnd || isa<WaitOp>(op))
+        continue;
+      wait->moveBefore(op);
+      break;
+    }
+  }
+}
+
 static LogicalResult scheduleStep(const TrainingStep &step,
                                   const CostModel &costModel,
                                   int64_t maxInflightBytes) {
@@ -100,6 +134,7 @@ static LogicalResult scheduleStep(const TrainingStep &step,
     }
     start->moveBefore(target);
   }
+  placeOffloadWaits(*model, plan);
   return success();
 }
 

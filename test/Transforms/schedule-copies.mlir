@@ -61,3 +61,31 @@ func.func @backward(%s: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -
   %r = arith.mulf %c, %l : tensor<1000xf32>
   return %r : tensor<1000xf32>
 }
+
+// -----
+
+// The offload of %e (4 us on the link, issued at 16 us) is done before the
+// op starting at 24 us: its wait, the point where a framework's allocator
+// gets the device buffer back, moves up there instead of the return.
+// CHECK-LABEL: func @forward
+// CHECK: %[[E:.*]] = math.exp
+// CHECK-NEXT: %[[Y:.*]] = math.sin %[[E]]
+// CHECK-NEXT: %[[F:.*]] = offload.offload_start %[[E]]
+// CHECK-NEXT: %[[Z:.*]] = math.sin %[[Y]]
+// CHECK-NEXT: %[[H:.*]] = offload.wait %[[F]]
+// CHECK-NEXT: %[[W:.*]] = math.sin %[[Z]]
+// CHECK-NEXT: return %[[W]], %[[H]]
+func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, #offload.host>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<1000xf32>
+  %y = math.sin %e : tensor<1000xf32>
+  %h = offload.offload_to_cpu %e : tensor<1000xf32> -> tensor<1000xf32, #offload.host>
+  %z = math.sin %y : tensor<1000xf32>
+  %w = math.sin %z : tensor<1000xf32>
+  return %w, %h : tensor<1000xf32>, tensor<1000xf32, #offload.host>
+}
+func.func @backward(%s: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  %l = offload.load_to_gpu %s : tensor<1000xf32, #offload.host> -> tensor<1000xf32>
+  %r = arith.mulf %g, %l : tensor<1000xf32>
+  return %r : tensor<1000xf32>
+}

@@ -5,13 +5,17 @@
 // crashed every time. Found by test/Transforms/property/random-steps.mlir.
 // RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="schedule=true report=text" -o /dev/null | FileCheck %s
 // RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="schedule=true" | FileCheck %s --check-prefix=IR
+// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="schedule=true" | FileCheck %s --check-prefix=WAITS
 
 // The last saved value is also the forward output, so it stays.
 // CHECK: offload report: @forward -> @backward: 23 of 24 saved results offloaded
 // CHECK: predicted (h100-pcie5): moved 92.0 KiB to host and 92.0 KiB back
 // IR-LABEL: func @forward
 // IR-COUNT-23: offload.offload_start
-// IR-COUNT-23: offload.wait
+// Each offload's wait sits at its release point, among the starts.
+// WAITS-LABEL: func @forward
+// WAITS-COUNT-23: offload.wait
+// WAITS: return
 // IR-LABEL: func @backward
 // IR-COUNT-23: offload.load_start
 

@@ -103,8 +103,8 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
   let summary = "Split copies into start and wait and overlap them with compute";
   let description = [{
     Rewrites every `offload.offload_to_cpu` of a training step into an
-    `offload.offload_start` at the same place and an `offload.wait` right
-    before the first use of the host value (the forward's return), and every
+    `offload.offload_start` at the same place and an `offload.wait` at the
+    copy's release point, and every
     `offload.load_to_gpu` into an `offload.load_start` and an `offload.wait`
     right before the loaded value's first use.
 
@@ -112,7 +112,16 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     op's time, loads are placed latest-first on the serial H2D stream so
     each copy ends before its wait; a start never moves above the start of
     backward, nor so early that the bytes of loads started and not yet
-    waited exceed `max-inflight-bytes`. Waits stay right before first use.
+    waited exceed `max-inflight-bytes`. Load waits stay right before first
+    use.
+
+    An offload's wait marks where its copy is done and its source may be
+    released: before the first forward op the cost model predicts to start
+    after the copy ends (forward never stalls there by that prediction), or
+    before the return if no op does. Runtimes that free device memory only
+    in stream order (a framework's caching allocator, whose buffers the
+    compiled graph may reuse right after their last use) keep the source
+    alive until this wait and release it there.
   }];
   let options = !listconcat(DeviceProfileOptions, [
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
