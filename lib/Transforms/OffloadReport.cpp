@@ -330,6 +330,10 @@ namespace {
 struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
   using Base::Base;
 
+  /// Where a report for standard output (`output` is "-") goes instead, when
+  /// set (createOffloadReport with a stream: in-process callers, the C API).
+  llvm::raw_ostream *stdoutReplacement = nullptr;
+
   void runOnOperation() override {
     if (json && text) {
       getOperation().emitError()
@@ -365,19 +369,34 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
       reports.back().prediction = predict(*model, before, after, profile->name);
     }
 
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> file =
-        openOutputFile(output, &error);
-    if (!file) {
-      getOperation().emitError() << "offload-report: " << error;
-      return signalPassFailure();
+    auto print = [&](llvm::raw_ostream &os) {
+      if (format == "json")
+        printJson(reports, os);
+      else
+        printText(reports, os);
+    };
+    if (stdoutReplacement && output == "-") {
+      print(*stdoutReplacement);
+    } else {
+      std::string error;
+      std::unique_ptr<llvm::ToolOutputFile> file =
+          openOutputFile(output, &error);
+      if (!file) {
+        getOperation().emitError() << "offload-report: " << error;
+        return signalPassFailure();
+      }
+      print(file->os());
+      file->keep();
     }
-    if (format == "json")
-      printJson(reports, file->os());
-    else
-      printText(reports, file->os());
-    file->keep();
     markAllAnalysesPreserved();
   }
 };
 } // namespace
+
+std::unique_ptr<Pass>
+mlir::offload::createOffloadReport(const OffloadReportOptions &options,
+                                   llvm::raw_ostream &stdoutReplacement) {
+  auto pass = std::make_unique<OffloadReport>(options);
+  pass->stdoutReplacement = &stdoutReplacement;
+  return pass;
+}

@@ -12,8 +12,9 @@
 using namespace mlir;
 using namespace mlir::offload;
 
-void mlir::offload::buildOffloadPipeline(
-    OpPassManager &pm, const OffloadPipelineOptions &options) {
+static void buildPipeline(OpPassManager &pm,
+                          const OffloadPipelineOptions &options,
+                          llvm::raw_ostream *reportStream) {
   FindSavedActivationsOptions find;
   find.minBytes = options.minBytes;
   find.denyOps.assign(options.denyOps.begin(), options.denyOps.end());
@@ -42,8 +43,20 @@ void mlir::offload::buildOffloadPipeline(
     report.format = options.report;
     report.output = options.reportFile;
     report.deviceProfile = options.deviceProfile;
-    pm.addPass(createOffloadReport(report));
+    pm.addPass(reportStream ? createOffloadReport(report, *reportStream)
+                            : createOffloadReport(report));
   }
+}
+
+void mlir::offload::buildOffloadPipeline(
+    OpPassManager &pm, const OffloadPipelineOptions &options) {
+  buildPipeline(pm, options, /*reportStream=*/nullptr);
+}
+
+void mlir::offload::buildOffloadPipelineWithReportStream(
+    OpPassManager &pm, const OffloadPipelineOptions &options,
+    llvm::raw_ostream &reportStream) {
+  buildPipeline(pm, options, &reportStream);
 }
 
 void mlir::offload::registerOffloadPipeline() {

@@ -75,6 +75,18 @@ struct OffloadPipelineOptions
 void buildOffloadPipeline(OpPassManager &pm,
                           const OffloadPipelineOptions &options);
 
+/// Like buildOffloadPipeline, but a report that would go to standard output
+/// (report-file=-, the default) is written to `reportStream` instead, which
+/// must outlive the pass manager's run. For in-process callers (the C API).
+void buildOffloadPipelineWithReportStream(OpPassManager &pm,
+                                          const OffloadPipelineOptions &options,
+                                          llvm::raw_ostream &reportStream);
+
+/// The `offload-report` pass, writing a report meant for standard output
+/// (output=-) to `stdoutReplacement` instead.
+std::unique_ptr<Pass> createOffloadReport(const OffloadReportOptions &options,
+                                          llvm::raw_ostream &stdoutReplacement);
+
 /// Registers `offload-activations`.
 void registerOffloadPipeline();
 
