@@ -22,9 +22,13 @@ if [ "${SKIP_APT:-0}" != 1 ] && need_packages; then
     libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools cmake ninja-build g++ python3
 fi
 
-# pytest runs the Python bridge's tests (those needing torch skip without it).
-if [ "${SKIP_PIP:-0}" != 1 ] && ! python3 -c "import pytest" 2>/dev/null; then
-  python3 -m pip install --quiet pytest || echo "setup: could not install pytest; Python tests will not run" >&2
+# The PyTorch bridge: torch pinned to the GPU machine's version (its CMake
+# config builds the copy ops), numpy, and pytest for the Python tests.
+TORCH_VERSION=2.11.0
+if [ "${SKIP_PIP:-0}" != 1 ]; then
+  python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null ||
+    python3 -m pip install --quiet "torch==$TORCH_VERSION"
+  python3 -c "import numpy, pytest" 2>/dev/null || python3 -m pip install --quiet numpy pytest
 fi
 
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
@@ -35,3 +39,13 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 # Two cores and 24 GiB: two compile jobs at a time stay well inside memory.
 ninja -C "$BUILD_DIR" -j "${JOBS:-2}"
+
+# The copy ops on LibTorch (lib/TorchOps, its own CMake project: it needs
+# torch, not MLIR). Python finds both libraries of the bridge in the build
+# tree; scripts/stage-python.sh copies them into the package.
+TORCH_OPS_DIR="$BUILD_DIR/torch-ops"
+if [ ! -f "$TORCH_OPS_DIR/build.ninja" ]; then
+  cmake -S lib/TorchOps -B "$TORCH_OPS_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+fi
+ninja -C "$TORCH_OPS_DIR" -j "${JOBS:-2}"

@@ -26,6 +26,7 @@ __all__ = [
     "MLP",
     "LlamaBlock",
     "LlamaStack",
+    "LlamaLM",
     "preset",
     "preset_shape",
 ]
@@ -189,3 +190,38 @@ class LlamaStack(nn.Module):
         if self.loss:
             return x.float().pow(2).mean()
         return x
+
+
+class LlamaLM(nn.Module):
+    """A whole Llama-style causal language model: token embedding, `n_layers`
+    blocks, a final RMSNorm and an output head, with cross-entropy loss.
+
+    `tie_embeddings=True` shares the embedding matrix with the head (as small
+    Llama-style models do), so one parameter gets gradients from both ends.
+    `forward(tokens, targets)` returns the mean loss.
+    """
+
+    def __init__(
+        self,
+        cfg: LlamaConfig,
+        n_layers: int,
+        seq: int,
+        vocab: int,
+        device=None,
+        dtype=None,
+        tie_embeddings: bool = False,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, cfg.hidden, device=device, dtype=dtype)
+        self.stack = LlamaStack(cfg, n_layers, seq, device=device, dtype=dtype)
+        self.norm = RMSNorm(cfg.hidden, cfg.eps, device=device, dtype=dtype)
+        self.head = nn.Linear(cfg.hidden, vocab, bias=False, device=device, dtype=dtype)
+        if tie_embeddings:
+            self.head.weight = self.embed.weight
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        x = self.stack(self.embed(tokens))
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(
+            logits.float().view(-1, logits.shape[-1]), targets.view(-1)
+        )

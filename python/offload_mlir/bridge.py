@@ -1,0 +1,339 @@
+"""`torch.compile` backend: Inductor with activation offloading planned by the
+offload-mlir pipeline.
+
+    model = torch.compile(model, backend=offload_mlir.backend())
+
+The backend runs Inductor's `compile_fx` with
+`torch._inductor.config.custom_partitioner_fn` set to `OffloadPartitioner`.
+For each training graph the partitioner
+
+1. runs Inductor's own `min_cut_rematerialization_partition` (what to save
+   and what to recompute stays PyTorch's decision);
+2. exports the forward and backward graphs as trace-dialect MLIR;
+3. runs the `offload-activations` pipeline in-process through the C API
+   (MLIR linked statically, no MLIR installation needed);
+4. rebuilds both FX graphs in the IR's op order with `torch.ops.offload.*`
+   copies where the IR put them.
+
+Inductor then compiles the rebuilt graphs as usual. A graph the bridge cannot
+handle is compiled untransformed, with one warning naming the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+import warnings
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import capi, ops
+from .ir_plan import PlanReadError, read_step
+from .rebuild import RebuildError, rebuild_step
+
+__all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report",
+           "BridgeWarning", "__version__"]
+
+__version__ = "0.2.0"
+
+
+class BridgeWarning(UserWarning):
+    """A graph was compiled without offloading; the message says why."""
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
+
+
+def _budget_option(budget: Any) -> str:
+    """The pipeline's `budget=` spelling: bytes with a unit, or a fraction."""
+    if isinstance(budget, bool):
+        raise TypeError("budget must be bytes, a size string or a fraction")
+    if isinstance(budget, float) and 0 < budget <= 1:
+        return repr(budget)
+    if isinstance(budget, int):
+        if budget <= 0:
+            raise ValueError("budget must be positive")
+        return str(budget)
+    if isinstance(budget, str):
+        s = budget.strip()
+        try:
+            f = float(s)
+            if 0 < f <= 1 and "." in s:
+                return s
+        except ValueError:
+            pass
+        if not _SIZE.match(s):
+            raise ValueError(f"cannot read budget {budget!r} (e.g. '20GiB', 0.8)")
+        return s.replace(" ", "")
+    raise TypeError(f"budget must be bytes, a size string or a fraction, not {type(budget).__name__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class OffloadOptions:
+    """The pipeline's options, with the bridge's defaults.
+
+    `plan="hidden"` by default: offload only what the cost model predicts
+    the host link hides under compute, so the default never predicts a
+    slower step. `plan="all"` offloads every eligible saved value;
+    `plan="budget"` (or any `budget=`) fits a device-memory budget.
+    """
+
+    min_bytes: int = 1 << 20
+    plan: str = "hidden"
+    budget: Any = None
+    schedule: bool = True
+    device_profile: str | None = None
+    report: str | None = None  # None, "text", "json", or a file path
+    max_inflight_bytes: str | None = None
+    compiler: str = "inductor"  # or "aot_eager"
+
+    def __post_init__(self):
+        if self.plan not in ("all", "hidden", "budget"):
+            raise ValueError(f"plan must be 'all', 'hidden' or 'budget', not {self.plan!r}")
+        if self.plan == "budget" and self.budget is None:
+            raise ValueError("plan='budget' needs budget=")
+        if self.compiler not in ("inductor", "aot_eager"):
+            raise ValueError("compiler must be 'inductor' or 'aot_eager'")
+        if not isinstance(self.min_bytes, int) or self.min_bytes < 0:
+            raise ValueError("min_bytes must be a non-negative int")
+        if self.budget is not None:
+            _budget_option(self.budget)
+
+    def pipeline_options(self, report: str = "json") -> str:
+        parts = [f"min-bytes={self.min_bytes}"]
+        if self.budget is not None:
+            parts.append(f"budget={_budget_option(self.budget)}")
+        else:
+            parts.append(f"plan={self.plan}")
+        parts.append(f"schedule={'true' if self.schedule else 'false'}")
+        if self.device_profile:
+            parts.append(f"device-profile={self.device_profile}")
+        if self.max_inflight_bytes:
+            parts.append(f"max-inflight-bytes={self.max_inflight_bytes}")
+        parts.append(f"report={report}")
+        return " ".join(parts)
+
+
+_reports: list[dict[str, Any]] = []
+_reports_lock = threading.Lock()
+
+
+def last_report() -> dict[str, Any] | None:
+    """The pipeline's report (its JSON, as data) for the graph compiled last,
+    with the bridge's own fields: `offloaded` (saved values now in host
+    memory), `fallback` (the reason a graph stayed untransformed, or None)."""
+    with _reports_lock:
+        return _reports[-1] if _reports else None
+
+
+def _record(report: dict[str, Any]) -> None:
+    with _reports_lock:
+        _reports.append(report)
+        del _reports[:-16]
+
+
+def _source_hash() -> str:
+    h = hashlib.sha256(__version__.encode())
+    here = os.path.dirname(__file__)
+    for name in ("bridge.py", "rebuild.py", "ir_plan.py", "fx_export.py", "ops.py"):
+        with open(os.path.join(here, name), "rb") as f:
+            h.update(f.read())
+    try:
+        h.update(capi.version().encode())
+    except Exception:  # the library is looked for again at compile time
+        pass
+    return h.hexdigest()
+
+
+try:
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+except ImportError:  # pragma: no cover - torch older than 2.11
+    CustomPartitionerFn = object  # type: ignore[misc,assignment]
+
+
+class OffloadPartitioner(CustomPartitionerFn):
+    """Inductor's min-cut partition, then the offload pipeline on its result."""
+
+    def __init__(self, options: OffloadOptions):
+        self.options = options
+
+    def uuid(self) -> Any:
+        # Any change of options or of the project's code is a new plan.
+        return hashlib.sha256(
+            (repr(self.options) + _source_hash()).encode()
+        ).hexdigest()
+
+    def __call__(self, gm, joint_inputs, **kwargs):
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+        fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        num_fwd_outputs = int(kwargs["num_fwd_outputs"])
+        try:
+            new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, self.options)
+        except _Fallback as e:
+            warnings.warn(
+                f"offload_mlir: compiling this graph without offloading: {e}",
+                BridgeWarning, stacklevel=2,
+            )
+            _record({"fallback": str(e), "offloaded": []})
+            return fw, bw
+        _record(report)
+        return new_fw, new_bw
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _check_supported(fw, bw) -> None:
+    for gm in (fw, bw):
+        for n in gm.graph.nodes:
+            val = n.meta.get("val")
+            if isinstance(val, torch.Tensor) and any(
+                not isinstance(d, int) for d in val.shape
+            ):
+                raise _Fallback(f"{n.name} has a dynamic shape (compile with dynamic=False)")
+            if n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator):
+                raise _Fallback(f"{n.name} calls {n.target.name()}, a higher-order op "
+                                "(control flow or a subgraph)")
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) \
+                    and n.target._schema.is_mutable:
+                # AOTAutograd writes mutated graph inputs (BatchNorm's running
+                # statistics, say) back with copy_ into the placeholder; those
+                # are parameters or inputs, never offloaded. A write into an
+                # intermediate could be a write into a saved value.
+                for written in _written_args(n):
+                    if not (isinstance(written, torch.fx.Node) and written.op == "placeholder"):
+                        raise _Fallback(
+                            f"{n.name} ({n.target}) writes into an intermediate tensor"
+                        )
+
+
+def _written_args(node: torch.fx.Node) -> list[Any]:
+    schema = node.target._schema
+    written = []
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        if i < len(node.args):
+            written.append(node.args[i])
+        elif arg.name in node.kwargs:
+            written.append(node.kwargs[arg.name])
+    return written
+
+
+def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
+    """The rebuilt forward and backward graphs and the pipeline's report."""
+    from .fx_export import ExportError, TracedStep, emit_mlir
+
+    _check_supported(fw, bw)
+    try:
+        ir = emit_mlir(TracedStep(fw, bw, num_fwd_outputs))
+    except ExportError as e:
+        raise _Fallback(f"the exporter cannot express the graph: {e}") from None
+    try:
+        result = capi.run_pipeline(ir, options.pipeline_options("json"))
+    except capi.PipelineError as e:
+        raise _Fallback(f"the pipeline rejected the graph: {e}") from None
+    report = json.loads(result.report) if result.report.strip() else {}
+    try:
+        functions = read_step(result.ir)
+        new_fw, new_bw, offloaded = rebuild_step(
+            fw, bw, functions, num_fwd_outputs,
+            inductor_layouts=options.compiler == "inductor")
+    except (PlanReadError, RebuildError) as e:
+        raise _Fallback(f"cannot rebuild the FX graphs from the IR: {e}") from None
+    report = {"pipeline": report, "offloaded": offloaded, "fallback": None}
+    _emit_report(ir, options)
+    return new_fw, new_bw, report
+
+
+def _emit_report(ir: str, options: OffloadOptions) -> None:
+    if options.report is None:
+        return
+    fmt = options.report if options.report in ("text", "json") else "text"
+    text = capi.run_pipeline(ir, options.pipeline_options(fmt)).report
+    if options.report in ("text", "json"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(options.report, "a") as f:
+            f.write(text)
+
+
+# Inductor's peak-memory reordering runs after fusion and would move each
+# copy as far as its data dependencies allow: offload starts sink to their
+# waits, loads rise to the start of backward. The IR's order is the plan, so
+# it is kept. Since the pass runs after fusion, turning it off changes which
+# kernels run in which order, never what they compute.
+INDUCTOR_PATCHES = {"reorder_for_peak_memory": False}
+
+
+def _aot_eager(partitioner: OffloadPartitioner) -> Callable:
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._dynamo.backends.debugging import boxed_nop
+
+    def partition_fn(gm, joint_inputs, **kwargs):
+        return partitioner(gm, joint_inputs, **kwargs)
+
+    return aot_autograd(
+        fw_compiler=boxed_nop,
+        bw_compiler=boxed_nop,
+        partition_fn=partition_fn,
+        keep_inference_input_mutations=True,
+    )
+
+
+def backend(
+    *,
+    min_bytes: int = OffloadOptions.min_bytes,
+    plan: str = OffloadOptions.plan,
+    budget: Any = None,
+    schedule: bool = True,
+    device_profile: str | None = None,
+    report: str | None = None,
+    max_inflight_bytes: str | None = None,
+    compiler: str = "inductor",
+) -> Callable:
+    """A `torch.compile` backend that offloads activations.
+
+    Options have the pipeline's names and meanings (docs/torch-bridge.md):
+    `min_bytes`, `plan` ("all", "hidden", "budget"), `budget` (bytes, a
+    string like "20GiB", or a fraction of the predicted peak), `schedule`,
+    `device_profile` (a JSON profile; default: the H100 one), `report`
+    (None, "text", "json", or a file path to append to),
+    `max_inflight_bytes`, and `compiler` ("inductor", or "aot_eager" for
+    debugging: the same partitioner with no code generation).
+    """
+    options = OffloadOptions(
+        min_bytes=min_bytes, plan="budget" if budget is not None else plan,
+        budget=budget, schedule=schedule, device_profile=device_profile,
+        report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
+    )
+    ops.load_library()
+    capi.version()  # fail now, not inside a compile, if the library is missing
+    partitioner = OffloadPartitioner(options)
+
+    if compiler == "aot_eager":
+        return _aot_eager(partitioner)
+
+    def compile_inductor(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        from torch._inductor.compile_fx import compile_fx
+
+        # compile_fx applies config_patches to the backward's compile too,
+        # which AOTAutograd runs later, outside this call. AOTAutograd's own
+        # cache would skip the partitioner, and with it the report and
+        # last_report(); Inductor's cache of the rebuilt graphs stays on.
+        with torch._functorch.config.patch(enable_autograd_cache=False):
+            return compile_fx(gm, example_inputs, config_patches=INDUCTOR_PATCHES | {
+                "custom_partitioner_fn": partitioner,
+            })
+
+    compile_inductor.options = options  # type: ignore[attr-defined]
+    return compile_inductor

@@ -1,0 +1,132 @@
+"""Read a transformed training step back from the pipeline's MLIR output.
+
+The pipeline prints trace-dialect MLIR with the copies in place. The bridge
+does not need the whole IR back, only what it says about order and copies:
+for each function, the top-level ops in order, each either a traced FX node
+(by its `node` name) or a copy op (`offload.*`) with its SSA operands and
+results, plus the function's arguments (by their `trace.name`) and returned
+values. This module reads exactly that from the printed (custom) form, which
+the project's own printer produces, and rejects anything else with a
+`PlanReadError` naming the line, so the bridge can fall back instead of
+rebuilding a wrong graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+__all__ = ["IrOp", "IrFunction", "PlanReadError", "read_step"]
+
+
+class PlanReadError(RuntimeError):
+    """The transformed IR has a construct the bridge cannot map back to FX."""
+
+
+@dataclasses.dataclass
+class IrOp:
+    """One top-level op of a function, in order."""
+
+    kind: str  # "trace", "offload_start", "load_start", "wait",
+    #            "offload_to_cpu", "load_to_gpu", "return"
+    results: list[str]  # SSA names, `%5` or `%5#1` for multi-result ops
+    operands: list[str]
+    node: str | None = None  # FX node name of a trace op
+    result_names: list[str] | None = None  # FX getitem names, multi-result ops
+    line: int = 0
+
+
+@dataclasses.dataclass
+class IrFunction:
+    name: str
+    arg_names: dict[str, str]  # SSA `%arg3` -> FX placeholder name
+    host_args: set[str]  # FX placeholder names whose type is #offload.host
+    ops: list[IrOp]
+
+
+_FUNC = re.compile(r"^\s*func\.func @([\w$.-]+)\((.*)\)\s*(->|attributes|\{)")
+_ARG = re.compile(r"(%[\w$.-]+): ((?:tensor<[^>]*>)|[^,{)]+)(?:\s*\{([^}]*)\})?")
+_TRACE_NAME = re.compile(r'trace\.name = "((?:[^"\\]|\\.)*)"')
+_RESULTS = re.compile(r"^(%[\w$.-]+)(?::(\d+))?(?:, %[\w$.-]+)* = ")
+_SSA = re.compile(r"%[\w$.-]+(?:#\d+)?")
+_TRACE = re.compile(r'^trace\.(?:op|view) "([^"]+)"\(([^)]*)\)\s*\{(.*)\}\s*:')
+_NODE = re.compile(r'(?:^|[{,\s])node = "((?:[^"\\]|\\.)*)"')
+_RESULT_NAMES = re.compile(r"result_names = \[([^\]]*)\]")
+_COPY = re.compile(
+    r"^offload\.(offload_start|load_start|wait|offload_to_cpu|load_to_gpu) "
+    r"(%[\w$.-]+(?:#\d+)?)\s*(?:\{[^}]*\})?\s*:"
+)
+
+
+def _results(line: str) -> tuple[list[str], str]:
+    m = _RESULTS.match(line)
+    if not m:
+        return [], line
+    rest = line[m.end():]
+    head = line[: m.end() - 3]
+    if m.group(2):  # `%5:2 = ...`
+        return [f"{m.group(1)}#{i}" for i in range(int(m.group(2)))], rest
+    return [r.strip() for r in head.split(",")], rest
+
+
+def _function_args(text: str) -> tuple[dict[str, str], set[str]]:
+    names: dict[str, str] = {}
+    host: set[str] = set()
+    for m in _ARG.finditer(text):
+        ssa, ty, attrs = m.group(1), m.group(2), m.group(3) or ""
+        tn = _TRACE_NAME.search(attrs)
+        if not tn:
+            raise PlanReadError(f"argument {ssa} has no trace.name")
+        names[ssa] = tn.group(1)
+        if "#offload.host" in ty:
+            host.add(tn.group(1))
+    return names, host
+
+
+def read_step(ir: str) -> dict[str, IrFunction]:
+    """The functions of the transformed module, by symbol name."""
+    functions: dict[str, IrFunction] = {}
+    current: IrFunction | None = None
+    for lineno, raw in enumerate(ir.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("//") or line in ("module {", "}"):
+            if line == "}" and current is not None:
+                functions[current.name] = current
+                current = None
+            continue
+        fm = _FUNC.match(line)
+        if fm:
+            names, host = _function_args(fm.group(2))
+            current = IrFunction(fm.group(1), names, host, [])
+            continue
+        if current is None:
+            continue
+        results, rest = _results(line)
+        if rest.startswith("return") or rest.startswith("func.return"):
+            body = rest.split(" ", 1)[1] if " " in rest else ""
+            operands = _SSA.findall(body.split(" : ")[0]) if body else []
+            current.ops.append(IrOp("return", [], operands, line=lineno))
+            continue
+        tm = _TRACE.match(rest)
+        if tm:
+            attrs = tm.group(3)
+            node = _NODE.search(attrs)
+            if not node:
+                raise PlanReadError(f"line {lineno}: trace op without a node name")
+            rn = _RESULT_NAMES.search(attrs)
+            result_names = None
+            if rn:
+                result_names = [s.strip().strip('"') for s in rn.group(1).split(",")]
+            current.ops.append(
+                IrOp("trace", results, _SSA.findall(tm.group(2)), node.group(1),
+                     result_names, lineno)
+            )
+            continue
+        cm = _COPY.match(rest)
+        if cm:
+            current.ops.append(IrOp(cm.group(1), results, [cm.group(2)], line=lineno))
+            continue
+        raise PlanReadError(f"line {lineno}: cannot map back to FX: {line[:120]}")
+    if current is not None:
+        raise PlanReadError(f"function @{current.name} is not closed")
+    return functions

@@ -1,0 +1,331 @@
+"""Rebuild AOTAutograd's forward and backward FX graphs from the pipeline's IR.
+
+The pipeline decides three things: which saved values go to host memory,
+the backward's op order (views next to their consumers), and where each
+copy starts and is waited. The IR keeps each traced op's FX node name, so
+the rebuilt graph copies the original nodes in the IR's order and puts the
+`torch.ops.offload.*` calls where the IR has the copies:
+
+forward  `offload.offload_start %x`  ->  h = offload_start(x, stride, [after])
+         `offload.wait %f`           ->  offload_wait(h, x, [after])
+         (`offload.offload_to_cpu`   ->  both, back to back)
+backward `offload.load_start %h`     ->  d = load_start(h, size, stride, dtype, device, [after])
+         `offload.wait %f`           ->  load_wait(d, h, [after])
+         (`offload.load_to_gpu`      ->  d = load(h, size, stride, dtype, device, [after]))
+
+The host value is an opaque 1-D uint8 buffer of the tensor's bytes laid out
+with `stride` (the saved value's strides in the graph, or contiguous ones
+if those are not dense): a compiler has no reason to relayout or read it,
+and only the copy ops ever touch it. The load rebuilds exactly the tensor
+the backward graph was traced with.
+
+Why the operands (see docs/torch-bridge.md): Inductor frees or reuses a
+buffer right after its last use in the graph, so the device source is an
+operand of its offload's wait and stays allocated until the copy is waited.
+The `after` operands stay empty: a data dependency added to pin a copy
+changes which kernels Inductor may fuse, and with it the last bits of the
+gradients (seen on a conv net). The order is kept instead by compiling with
+Inductor's peak-memory reordering off (bridge.INDUCTOR_PATCHES), and the
+tests check the generated code issues the copies in the IR's order.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from .ir_plan import IrFunction, PlanReadError
+
+__all__ = ["rebuild_step", "RebuildError"]
+
+
+class RebuildError(RuntimeError):
+    """The IR and the FX graphs disagree; the bridge falls back."""
+
+
+def _fake_mode(graph: fx.Graph):
+    for n in graph.nodes:
+        v = n.meta.get("val")
+        if isinstance(v, torch.Tensor) and hasattr(v, "fake_mode"):
+            return v.fake_mode
+    raise RebuildError("graph has no fake tensor metadata")
+
+
+def saved_layout(val: torch.Tensor) -> list[int]:
+    """The strides a saved value travels with: its own if they are dense."""
+    if torch._prims_common.is_non_overlapping_and_dense_or_false(val):
+        return list(val.stride())
+    return list(torch._prims_common.make_contiguous_strides_for(val.shape))
+
+
+def inductor_saved_layouts(fw: fx.GraphModule, names: list[str]) -> dict[str, list[int]]:
+    """The strides Inductor gives the saved values `names` of `fw`, where they
+    differ from the traced ones.
+
+    With layout optimisation (graphs with convolutions) Inductor returns a
+    4-D saved activation next to a convolution in channels-last, and
+    AOTAutograd compiles the backward for those strides. A loaded value must
+    arrive the same way, or the backward's kernels (cuDNN's, say) differ
+    from plain torch.compile's in the last bits. This is Inductor's own rule
+    (GraphLowering.output, for outputs that are not user-visible).
+    """
+    from torch._inductor.graph import GraphLowering
+
+    if not GraphLowering.decide_layout_opt(fw, is_inference=False):
+        return {}
+    prefer = GraphLowering.find_nodes_prefer_channels_last(
+        types.SimpleNamespace(module=fw))  # uses only self.module
+    by_name = {n.name: n for n in fw.graph.nodes}
+    layouts = {}
+    for name in names:
+        node = by_name.get(name)
+        val = node.meta.get("val") if node is not None else None
+        if (node in prefer and isinstance(val, torch.Tensor) and val.dim() == 4
+                and torch._prims_common.is_non_overlapping_and_dense_or_false(val)):
+            layouts[name] = list(torch._prims_common.make_channels_last_strides_for(val.shape))
+    return layouts
+
+
+def host_fake(val: torch.Tensor) -> torch.Tensor:
+    """The fake value of a host copy of `val` (as offload_start makes it)."""
+    return torch.ops.offload.offload_start.default(val, saved_layout(val), [])
+
+
+class _Builder:
+    def __init__(self, old: fx.GraphModule, fn: IrFunction):
+        self.old = old
+        self.fn = fn
+        self.graph = fx.Graph()
+        self.env: dict[fx.Node, fx.Node] = {}
+        self.by_name = {n.name: n for n in old.graph.nodes}
+        self.ssa: dict[str, fx.Node] = {}
+        self.fake_mode = _fake_mode(old.graph)
+
+    def _output_args(self) -> list[Any]:
+        out = next(n for n in self.old.graph.nodes if n.op == "output")
+        a = out.args[0]
+        return list(a) if isinstance(a, (tuple, list)) else [a]
+
+    def _call(self, target, args, like: torch.Tensor | None = None) -> fx.Node:
+        node = self.graph.call_function(target, args)
+        with self.fake_mode:
+            fake_args = torch.fx.node.map_arg(args, lambda n: n.meta.get("val"))
+            node.meta["val"] = target(*fake_args)
+        return node
+
+    def placeholders(self, host: set[str]) -> None:
+        for p in self.old.graph.nodes:
+            if p.op != "placeholder":
+                continue
+            new = self.graph.placeholder(p.name)
+            new.meta = dict(p.meta)
+            if p.name in host:
+                new.meta["val"] = host_fake(p.meta["val"])
+                new.meta.pop("tensor_meta", None)
+            self.env[p] = new
+        for ssa, name in self.fn.arg_names.items():
+            old = self.by_name.get(name)
+            if old is None or old.op != "placeholder":
+                raise RebuildError(f"@{self.fn.name}: argument {name!r} is no placeholder")
+            self.ssa[ssa] = self.env[old]
+
+    def copy_node(self, op) -> None:
+        old = self.by_name.get(op.node)
+        if old is None:
+            raise RebuildError(f"@{self.fn.name}: IR names unknown node {op.node!r}")
+        if old in self.env:
+            raise RebuildError(f"@{self.fn.name}: node {op.node!r} appears twice")
+        try:
+            new = self.graph.node_copy(old, lambda n: self.env[n])
+        except KeyError as e:
+            raise RebuildError(
+                f"@{self.fn.name}: {op.node} reads {e.args[0]} before it is defined"
+            ) from None
+        self.env[old] = new
+        getitems = [u for u in old.users if u.op == "call_function"
+                    and u.target is operator.getitem]
+        for g in getitems:
+            self.env[g] = self.graph.node_copy(g, lambda n: self.env[n])
+        if len(op.results) == 1 and not op.result_names:
+            self.ssa[op.results[0]] = new
+        else:
+            names = op.result_names or []
+            for i, res in enumerate(op.results):
+                if i < len(names) and names[i]:
+                    g = self.by_name.get(names[i])
+                    if g is not None and g in self.env:
+                        self.ssa[res] = self.env[g]
+
+    def value(self, ssa: str) -> fx.Node:
+        try:
+            return self.ssa[ssa]
+        except KeyError:
+            raise RebuildError(f"@{self.fn.name}: {ssa} has no FX value") from None
+
+    def finish(self, outputs: list[Any]) -> fx.GraphModule:
+        """Closes the graph; `outputs` are old nodes or nodes of the new graph."""
+        mapped = torch.fx.node.map_arg(
+            outputs, lambda n: n if n.graph is self.graph else self.env[n])
+        self.graph.output(tuple(mapped))
+        emitted = {n for n in self.env}
+        missing = [n.name for n in self.old.graph.nodes
+                   if n.op == "call_function" and n not in emitted]
+        if missing:
+            raise RebuildError(
+                f"@{self.fn.name}: the IR dropped FX nodes {missing[:5]}"
+            )
+        self.graph.lint()
+        gm = fx.GraphModule(self.old, self.graph)
+        gm.meta = dict(getattr(self.old, "meta", {}))
+        return gm
+
+
+def _saved_name_of_copies(fn: IrFunction, saved_names: list[str], num_outputs: int) -> dict[str, str]:
+    """Per offload result or future, the saved value the return yields it as."""
+    future_of = {op.results[0]: op.operands[0] for op in fn.ops if op.kind == "wait"}
+    ret = next((op for op in fn.ops if op.kind == "return"), None)
+    names: dict[str, str] = {}
+    for i, ssa in enumerate(ret.operands if ret else []):
+        if i >= num_outputs:
+            names[future_of.get(ssa, ssa)] = saved_names[i - num_outputs]
+    return names
+
+
+def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
+                     layouts: dict[str, list[int]]):
+    ops = torch.ops.offload
+    b = _Builder(fw, fn)
+    b.placeholders(set())
+    host_of: dict[str, fx.Node] = {}  # host SSA (or future) -> host node
+    source_of: dict[str, fx.Node] = {}  # future SSA -> device source node
+    source_of_host: dict[fx.Node, fx.Node] = {}
+    returned: list[str] = []
+    saved_names = [n.name for n in b._output_args()[num_outputs:]]
+    copy_names = _saved_name_of_copies(fn, saved_names, num_outputs)
+    for op in fn.ops:
+        if op.kind == "trace":
+            b.copy_node(op)
+        elif op.kind in ("offload_start", "offload_to_cpu"):
+            src = b.value(op.operands[0])
+            name = copy_names.get(op.results[0])
+            if name not in layouts:
+                raise RebuildError(f"@{fn.name}: {op.results[0]} is not returned as a saved value")
+            layout = layouts[name]
+            host = b._call(ops.offload_start.default, (src, layout, []))
+            host_of[op.results[0]] = host
+            source_of[op.results[0]] = src
+            source_of_host[host] = src
+            if op.kind == "offload_to_cpu":
+                b._call(ops.offload_wait.default, (host, src, []))
+        elif op.kind == "wait":
+            fut = op.operands[0]
+            if fut not in host_of:
+                raise RebuildError(f"@{fn.name}: wait on {fut}, which no offload started")
+            b._call(ops.offload_wait.default,
+                    (host_of[fut], source_of[fut], []))
+            host_of[op.results[0]] = host_of[fut]
+        elif op.kind == "return":
+            returned = op.operands
+        else:
+            raise RebuildError(f"@{fn.name}: unexpected {op.kind} in forward")
+    outputs = b._output_args()
+    if len(returned) != len(outputs):
+        raise RebuildError("forward returns a different number of values")
+    offloaded: list[int] = []
+    final: list[Any] = []
+    for i, (ssa, old) in enumerate(zip(returned, outputs)):
+        if ssa in host_of:
+            if i < num_outputs:
+                raise RebuildError("the pipeline offloaded a user-visible output")
+            final.append(host_of[ssa])
+            offloaded.append((i - num_outputs, source_of_host[host_of[ssa]]))
+        else:
+            final.append(old)
+    gm = b.finish(final)
+    return gm, offloaded
+
+
+def _rebuild_backward(bw: fx.GraphModule, fn: IrFunction, saved: dict[str, torch.Tensor],
+                      layouts: dict[str, list[int]]):
+    ops = torch.ops.offload
+    b = _Builder(bw, fn)
+    b.placeholders(fn.host_args)
+    loads: dict[str, tuple[fx.Node, fx.Node]] = {}  # future -> (dst, host)
+    for op in fn.ops:
+        if op.kind == "trace":
+            b.copy_node(op)
+        elif op.kind in ("load_start", "load_to_gpu"):
+            host = b.value(op.operands[0])
+            name = host.name
+            if name not in fn.host_args:
+                raise RebuildError(f"@{fn.name}: load of {name}, not a host argument")
+            like = saved[name]
+            layout = (list(like.shape), layouts[name], like.dtype, like.device)
+            if op.kind == "load_to_gpu":
+                dst = b._call(ops.load.default, (host, *layout, []))
+                b.ssa[op.results[0]] = dst
+                b.env[b.by_name[name]] = dst
+            else:
+                dst = b._call(ops.load_start.default, (host, *layout, []))
+                loads[op.results[0]] = (dst, host)
+        elif op.kind == "wait":
+            fut = op.operands[0]
+            if fut not in loads:
+                raise RebuildError(f"@{fn.name}: wait on {fut}, which no load started")
+            dst, host = loads.pop(fut)
+            b._call(ops.load_wait.default, (dst, host, []))
+            b.ssa[op.results[0]] = dst
+            b.env[b.by_name[host.name]] = dst
+        elif op.kind == "return":
+            pass
+        else:
+            raise RebuildError(f"@{fn.name}: unexpected {op.kind} in backward")
+    if loads:
+        raise RebuildError(f"@{fn.name}: a load is never waited")
+    return b.finish(b._output_args())
+
+
+def rebuild_step(
+    fw: fx.GraphModule,
+    bw: fx.GraphModule,
+    functions: dict[str, IrFunction],
+    num_fwd_outputs: int,
+    inductor_layouts: bool = True,
+) -> tuple[fx.GraphModule, fx.GraphModule, list[str]]:
+    """New forward and backward graph modules with the IR's order and copies,
+    and the names of the saved values that now travel through host memory.
+    With `inductor_layouts`, saved values travel in the layout Inductor
+    would give them (see inductor_saved_layouts)."""
+    if "forward" not in functions or "backward" not in functions:
+        raise PlanReadError("the IR has no @forward/@backward pair")
+    fw_out = next(n for n in fw.graph.nodes if n.op == "output").args[0]
+    saved = [n for n in list(fw_out)[num_fwd_outputs:] if isinstance(n, fx.Node)]
+    # What the backward was traced with: its placeholders' values (they are
+    # named after the saved forward nodes).
+    traced = {n.name: n.meta["val"] for n in bw.graph.nodes
+              if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
+    layouts: dict[str, list[int]] = {}
+    for s in saved:
+        a, b = s.meta.get("val"), traced.get(s.name)
+        if not isinstance(a, torch.Tensor) or b is None:
+            continue
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            raise RebuildError(f"saved value {s.name} is {tuple(a.shape)} {a.dtype} in "
+                               f"forward but {tuple(b.shape)} {b.dtype} in backward")
+        layouts[s.name] = saved_layout(b)
+    if inductor_layouts:
+        layouts.update(inductor_saved_layouts(fw, list(layouts)))
+
+    new_fw, offloaded = _rebuild_forward(fw, functions["forward"], num_fwd_outputs, layouts)
+    names = [list(fw_out)[num_fwd_outputs + i].name for i, _ in offloaded]
+    bw_fn = functions["backward"]
+    if set(names) != bw_fn.host_args:
+        raise RebuildError(
+            f"forward offloads {sorted(names)} but backward loads {sorted(bw_fn.host_args)}"
+        )
+    new_bw = _rebuild_backward(bw, bw_fn, traced, layouts)
+    return new_fw, new_bw, names
