@@ -282,12 +282,21 @@ def _aot_eager(partitioner: OffloadPartitioner) -> Callable:
     def partition_fn(gm, joint_inputs, **kwargs):
         return partitioner(gm, joint_inputs, **kwargs)
 
-    return aot_autograd(
+    inner = aot_autograd(
         fw_compiler=boxed_nop,
         bw_compiler=boxed_nop,
         partition_fn=partition_fn,
         keep_inference_input_mutations=True,
     )
+
+    def compile_aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        # AOTAutograd's on-disk cache does not key on partition_fn: a graph
+        # compiled before by plain aot_eager (in any process) would be served
+        # untransformed.
+        with torch._functorch.config.patch(enable_autograd_cache=False):
+            return inner(gm, example_inputs)
+
+    return compile_aot_eager
 
 
 def backend(

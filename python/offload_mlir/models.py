@@ -223,5 +223,5 @@ class LlamaLM(nn.Module):
         x = self.stack(self.embed(tokens))
         logits = self.head(self.norm(x))
         return F.cross_entropy(
-            logits.float().view(-1, logits.shape[-1]), targets.view(-1)
+            logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1)
         )

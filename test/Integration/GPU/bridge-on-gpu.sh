@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs the PyTorch bridge on the GPU machine, with the libraries built on the
+# development machine and staged into python/offload_mlir/_lib
+# (scripts/stage-python.sh; carry that folder). Writes logs and results to
+# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [smoke] [csan] [bench]
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-$PWD/bridge-gpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CUBLAS_WORKSPACE_CONFIG=:4096:8 CI=true
+B=python/benchmarks/bridge_gpu.py
+SMALL="--hidden 512 --heads 8 --kv-heads 4 --ffn 1536 --vocab 8192 --layers 2 --batch 4 --seq 512"
+stages=${*:-smoke csan bench}
+python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())"
+for stage in $stages; do
+  case $stage in
+    ops)   python3 -m pytest -q python/offload_mlir/tests/test_torch_ops.py 2>&1 | tail -5 ;;
+    smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
+             --configs inductor,all --steps 4 --warmup 2 \
+             --out "$OUT/bridge-small" 2>&1 | tee "$OUT/smoke.log" ;;
+    csan)  TORCH_CUDA_SANITIZER=1 python3 $B $SMALL --configs aot_eager,offload-aot_eager \
+             --steps 3 --warmup 1 --out "$OUT/bridge-csan" 2>&1 | tee "$OUT/csan.log"
+           grep -c "CSAN detected" "$OUT/csan.log" | sed 's/^/CSAN reports: /' ;;
+    bench) python3 $B --configs "${BENCH_CONFIGS:-inductor,hidden,all,budget=0.75}" \
+             --layers "${BENCH_LAYERS:-2}" --out "$OUT/bridge-h100" 2>&1 | tee "$OUT/bench.log" ;;
+  esac
+done
+rm -f "$OUT"/*.md "$OUT"/smoke.log  # the .json files hold the same figures
