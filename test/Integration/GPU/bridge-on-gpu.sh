@@ -18,7 +18,7 @@ for stage in $stages; do
     smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
              --configs inductor,all --steps 4 --warmup 2 \
              --out "$OUT/bridge-small" 2>&1 | tee "$OUT/smoke.log" ;;
-    csan)  TORCH_CUDA_SANITIZER=1 python3 $B $SMALL --configs aot_eager,offload-aot_eager \
+    csan)  BRIDGE_SANITIZE_AFTER_COMPILE=1 python3 $B $SMALL --configs aot_eager,offload-aot_eager \
              --steps 3 --warmup 1 --out "$OUT/bridge-csan" 2>&1 | tee "$OUT/csan.log"
            grep -c "CSAN detected" "$OUT/csan.log" | sed 's/^/CSAN reports: /' ;;
     bench) python3 $B --configs "${BENCH_CONFIGS:-inductor,hidden,all,budget=0.75}" \
