@@ -37,6 +37,8 @@ from typing import Optional
 
 import torch
 
+from . import capi
+
 __all__ = [
     "LIB_NAME",
     "library_search_path",
@@ -65,24 +67,11 @@ _REPO = os.path.dirname(os.path.dirname(_PKG_DIR))
 
 
 def library_search_path() -> list[str]:
-    """Directories searched for ``liboffload_torch_ops.so``, in order.
-
-    The one place that knows where the library may be: ``$OFFLOAD_MLIR_LIB_DIR``,
-    the package's ``_lib/`` folder (installed copies), then the repository's
-    build trees ``build/torch-ops/`` (scripts/setup.sh), ``build-torch/`` and
-    ``build/lib/``.
-    """
-    dirs = []
-    env = os.environ.get("OFFLOAD_MLIR_LIB_DIR")
-    if env:
-        dirs.append(env)
-    dirs += [
-        os.path.join(_PKG_DIR, "_lib"),
-        os.path.join(_REPO, "build", "torch-ops"),
-        os.path.join(_REPO, "build-torch"),
-        os.path.join(_REPO, "build", "lib"),
-    ]
-    return dirs
+    """Directories searched for ``liboffload_torch_ops.so``, in order: those
+    of the C API (``$OFFLOAD_MLIR_LIB_DIR``, the package's ``_lib/``, the
+    repository's ``build/lib/``), then ``build/torch-ops/``, where
+    scripts/setup.sh builds the ops."""
+    return capi.search_dirs() + [os.path.join(_REPO, "build", "torch-ops")]
 
 
 def find_library() -> Optional[str]:
@@ -112,10 +101,10 @@ def load_library() -> str:
         if path is None:
             raise OSError(
                 f"{LIB_NAME} not found in {library_search_path()}; build it with "
-                "`cmake -S lib/TorchOps -B build-torch -G Ninja "
+                "`cmake -S lib/TorchOps -B build/torch-ops -G Ninja "
                 "-DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$(python3 -c "
                 "'import torch; print(torch.utils.cmake_prefix_path)') && "
-                "ninja -C build-torch`, or set OFFLOAD_MLIR_LIB_DIR"
+                "ninja -C build/torch-ops`, or set OFFLOAD_MLIR_LIB_DIR"
             )
         torch.ops.load_library(path)
         _cdll = _bind(ctypes.CDLL(path))

@@ -122,10 +122,9 @@ def test_library_is_found_and_loaded_once():
     assert ops.find_library() is not None
     dirs = ops.library_search_path()
     repo = os.path.dirname(_PYTHON_DIR)
-    assert dirs[-3:] == [
-        os.path.join(repo, "build", "torch-ops"),  # scripts/setup.sh
-        os.path.join(repo, "build-torch"),
+    assert dirs[-2:] == [
         os.path.join(repo, "build", "lib"),
+        os.path.join(repo, "build", "torch-ops"),  # scripts/setup.sh
     ]
     for name in ("offload_start", "offload_wait", "load", "load_start", "load_wait"):
         assert hasattr(torch.ops.offload, name)
