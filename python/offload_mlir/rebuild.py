@@ -110,7 +110,7 @@ class _Builder:
         a = out.args[0]
         return list(a) if isinstance(a, (tuple, list)) else [a]
 
-    def _call(self, target, args, like: torch.Tensor | None = None) -> fx.Node:
+    def _call(self, target, args) -> fx.Node:
         node = self.graph.call_function(target, args)
         with self.fake_mode:
             fake_args = torch.fx.node.map_arg(args, lambda n: n.meta.get("val"))
