@@ -22,6 +22,7 @@ handle is compiled untransformed, with one warning naming the reason.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -138,16 +139,17 @@ def _record(report: dict[str, Any]) -> None:
         del _reports[:-16]
 
 
+@functools.lru_cache(maxsize=None)
 def _source_hash() -> str:
+    # Inductor asks for uuid() at every compile and cache lookup; the sources
+    # do not change within a process.
     h = hashlib.sha256(__version__.encode())
     here = os.path.dirname(__file__)
     for name in ("bridge.py", "rebuild.py", "ir_plan.py", "fx_export.py", "ops.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
-    try:
-        h.update(capi.version().encode())
-    except Exception:  # the library is looked for again at compile time
-        pass
+    # backend() has loaded the library before any partitioner exists.
+    h.update(capi.version().encode())
     return h.hexdigest()
 
 

@@ -39,6 +39,7 @@ import torch
 import torch.fx as fx
 
 from .ir_plan import IrFunction, PlanReadError
+from .ops import dense_stride
 
 __all__ = ["rebuild_step", "RebuildError"]
 
@@ -53,13 +54,6 @@ def _fake_mode(graph: fx.Graph):
         if isinstance(v, torch.Tensor) and hasattr(v, "fake_mode"):
             return v.fake_mode
     raise RebuildError("graph has no fake tensor metadata")
-
-
-def saved_layout(val: torch.Tensor) -> list[int]:
-    """The strides a saved value travels with: its own if they are dense."""
-    if torch._prims_common.is_non_overlapping_and_dense_or_false(val):
-        return list(val.stride())
-    return list(torch._prims_common.make_contiguous_strides_for(val.shape))
 
 
 def inductor_saved_layouts(fw: fx.GraphModule, names: list[str]) -> dict[str, list[int]]:
@@ -92,7 +86,7 @@ def inductor_saved_layouts(fw: fx.GraphModule, names: list[str]) -> dict[str, li
 
 def host_fake(val: torch.Tensor) -> torch.Tensor:
     """The fake value of a host copy of `val` (as offload_start makes it)."""
-    return torch.ops.offload.offload_start.default(val, saved_layout(val), [])
+    return torch.ops.offload.offload_start.default(val, dense_stride(val), [])
 
 
 class _Builder:
@@ -202,7 +196,6 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
     b.placeholders(set())
     host_of: dict[str, fx.Node] = {}  # host SSA (or future) -> host node
     source_of: dict[str, fx.Node] = {}  # future SSA -> device source node
-    source_of_host: dict[fx.Node, fx.Node] = {}
     returned: list[str] = []
     saved_names = [n.name for n in b._output_args()[num_outputs:]]
     copy_names = _saved_name_of_copies(fn, saved_names, num_outputs)
@@ -218,7 +211,6 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             host = b._call(ops.offload_start.default, (src, layout, []))
             host_of[op.results[0]] = host
             source_of[op.results[0]] = src
-            source_of_host[host] = src
             if op.kind == "offload_to_cpu":
                 b._call(ops.offload_wait.default, (host, src, []))
         elif op.kind == "wait":
@@ -235,14 +227,14 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
     outputs = b._output_args()
     if len(returned) != len(outputs):
         raise RebuildError("forward returns a different number of values")
-    offloaded: list[int] = []
+    offloaded: list[int] = []  # positions among the saved values
     final: list[Any] = []
     for i, (ssa, old) in enumerate(zip(returned, outputs)):
         if ssa in host_of:
             if i < num_outputs:
                 raise RebuildError("the pipeline offloaded a user-visible output")
             final.append(host_of[ssa])
-            offloaded.append((i - num_outputs, source_of_host[host_of[ssa]]))
+            offloaded.append(i - num_outputs)
         else:
             final.append(old)
     gm = b.finish(final)
@@ -316,12 +308,13 @@ def rebuild_step(
         if (a.shape, a.dtype) != (b.shape, b.dtype):
             raise RebuildError(f"saved value {s.name} is {tuple(a.shape)} {a.dtype} in "
                                f"forward but {tuple(b.shape)} {b.dtype} in backward")
-        layouts[s.name] = saved_layout(b)
+        # Its own strides if dense, else contiguous ones (the ops' rule).
+        layouts[s.name] = dense_stride(b)
     if inductor_layouts:
         layouts.update(inductor_saved_layouts(fw, list(layouts)))
 
     new_fw, offloaded = _rebuild_forward(fw, functions["forward"], num_fwd_outputs, layouts)
-    names = [list(fw_out)[num_fwd_outputs + i].name for i, _ in offloaded]
+    names = [list(fw_out)[num_fwd_outputs + i].name for i in offloaded]
     bw_fn = functions["backward"]
     if set(names) != bw_fn.host_args:
         raise RebuildError(
