@@ -155,6 +155,18 @@ bool takePending(std::unordered_map<const void *, State::Pending> State::*map,
 
 //===--- contexts ---------------------------------------------------------===//
 
+/// A context of `backend` with the options of the environment
+/// (OFFLOAD_RT_POOL_BYTES, OFFLOAD_RT_SIM_LATENCY_US, ...).
+offload_rt_context *createContext(offload_rt_backend backend, const char *op,
+                                  const char *call) {
+  offload_rt_options opts;
+  offload_rt_options_init(&opts);
+  opts.backend = backend;
+  offload_rt_context *ctx = nullptr;
+  check(offload_rt_context_create(&opts, &ctx), op, call);
+  return ctx;
+}
+
 offload_rt_context *cudaContext(int device, const char *op) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.contextMutex);
@@ -165,13 +177,8 @@ offload_rt_context *cudaContext(int device, const char *op) {
   if (!s.cuda[device]) {
     // The context binds to the device current at creation.
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-    offload_rt_options opts;
-    offload_rt_options_init(&opts); // OFFLOAD_RT_POOL_BYTES etc.
-    opts.backend = OFFLOAD_RT_BACKEND_CUDA;
-    offload_rt_context *ctx = nullptr;
-    check(offload_rt_context_create(&opts, &ctx), op,
-          "offload_rt_context_create(cuda)");
-    s.cuda[device] = ctx;
+    s.cuda[device] = createContext(OFFLOAD_RT_BACKEND_CUDA, op,
+                                   "offload_rt_context_create(cuda)");
   }
   return s.cuda[device];
 }
@@ -180,12 +187,8 @@ offload_rt_context *simContext(const char *op) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.contextMutex);
   if (!s.sim) {
-    offload_rt_options opts;
-    offload_rt_options_init(&opts); // OFFLOAD_RT_SIM_LATENCY_US etc.
-    opts.backend = OFFLOAD_RT_BACKEND_SIM;
-    offload_rt_context *ctx = nullptr;
-    check(offload_rt_context_create(&opts, &ctx), op,
-          "offload_rt_context_create(sim)");
+    offload_rt_context *ctx = createContext(
+        OFFLOAD_RT_BACKEND_SIM, op, "offload_rt_context_create(sim)");
     void *stream = nullptr;
     offload_rt_status st = offload_rt_stream_create(ctx, &stream);
     if (st < 0) {
