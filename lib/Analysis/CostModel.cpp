@@ -81,6 +81,7 @@ FailureOr<DeviceProfile> DeviceProfile::loadJson(StringRef path,
       {"f8_TFLOPs", &profile.f8Flops, 1e12},
       {"f32_TFLOPs", &profile.f32Flops, 1e12},
       {"f64_TFLOPs", &profile.f64Flops, 1e12},
+      {"attention_TFLOPs", &profile.attentionFlops, 1e12},
       {"copy_latency_us", &profile.copyLatency, 1e-6},
       {"op_overhead_us", &profile.opOverhead, 1e-6},
   };
@@ -128,6 +129,7 @@ DeviceProfileOverrides::resolve(std::string &error) const {
   if (bf16TFlops >= 0)
     profile.bf16Flops = profile.f16Flops = bf16TFlops * 1e12;
   set(f32TFlops, profile.f32Flops, 1e12);
+  set(attentionTFlops, profile.attentionFlops, 1e12);
   set(copyLatencyUs, profile.copyLatency, 1e-6);
   set(opOverheadUs, profile.opOverhead, 1e-6);
   if (profile.d2hBandwidth <= 0 || profile.h2dBandwidth <= 0 ||
@@ -233,8 +235,9 @@ static bool isCausalAttention(Operation *op, StringRef target) {
 }
 
 /// FLOPs of a traced ATen op from its shapes, or nullopt if it is not a
-/// matmul, attention or convolution.
-static std::optional<double> getTracedFlops(Operation *op, StringRef target) {
+/// matmul, attention or convolution; `isAttention` says which.
+static std::optional<double> getTracedFlops(Operation *op, StringRef target,
+                                            bool &isAttention) {
   StringRef base = target;
   if (base.starts_with("aten."))
     base = base.drop_front(5);
@@ -271,6 +274,7 @@ static std::optional<double> getTracedFlops(Operation *op, StringRef target) {
       flops *= 2.5;
     if (isCausalAttention(op, target))
       flops *= 0.5;
+    isAttention = true;
     return flops;
   }
 
@@ -326,8 +330,9 @@ OpCost CostModel::estimate(Operation *op) const {
     return cost;
 
   std::optional<double> flops;
+  bool isAttention = false;
   if (auto target = op->getAttrOfType<StringAttr>("target")) {
-    flops = getTracedFlops(op, target.getValue());
+    flops = getTracedFlops(op, target.getValue(), isAttention);
     cost.bytes = operandAndResultBytes(op);
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     flops = getLinalgFlops(linalgOp);
@@ -349,9 +354,16 @@ OpCost CostModel::estimate(Operation *op) const {
   }
   cost.flops = flops.value_or(0);
   double computeSeconds = 0;
-  if (cost.flops > 0)
-    if (Type element = computeElementType(op))
-      computeSeconds = cost.flops / profile.getFlopsPerSecond(element);
+  if (cost.flops > 0) {
+    if (Type element = computeElementType(op)) {
+      double rate = profile.getFlopsPerSecond(element);
+      // Fused attention kernels run well below the GEMM peak.
+      if (isAttention && element.isIntOrFloat() &&
+          element.getIntOrFloatBitWidth() <= 16)
+        rate = std::min(rate, profile.attentionFlops);
+      computeSeconds = cost.flops / rate;
+    }
+  }
   double memorySeconds = cost.bytes / profile.hbmBandwidth;
   cost.seconds = std::max(computeSeconds, memorySeconds) + profile.opOverhead;
   return cost;

@@ -20,6 +20,8 @@ using namespace mlir;
 using namespace mlir::offload;
 
 static constexpr double kInf = std::numeric_limits<double>::infinity();
+/// An offload start whose wait is not (yet) seen in forward.
+static constexpr unsigned kWaitAtForwardEnd = ~0u;
 
 //===----------------------------------------------------------------------===//
 // Building the model
@@ -43,6 +45,12 @@ private:
         {getTensorSizeInBytes(type).value_or(0), defPos, persistent});
     return model.buffers.size() - 1;
   }
+  unsigned newBuffer(Value value, int defPos) {
+    unsigned buffer = newBuffer(value.getType(), defPos, false);
+    if (unmaterialized.contains(value))
+      model.buffers[buffer].bytes = 0;
+    return buffer;
+  }
   std::optional<Ref> lookup(Value value) const {
     auto it = refs.find(value);
     if (it == refs.end())
@@ -54,9 +62,14 @@ private:
       refs[result] = *ref;
   }
   void addOp(Operation *op, bool backward);
+  void estimateFused(Block &block);
 
   StepModel &model;
   const CostModel &costModel;
+  /// With ExecutionModel::fuseMemoryBound: op times under fusion, and the
+  /// values fusion keeps out of device memory.
+  llvm::DenseMap<Operation *, double> fusedSeconds;
+  llvm::DenseSet<Value> unmaterialized;
   llvm::DenseMap<Value, Ref> refs;
   /// The copy each future or copied value comes from.
   llvm::DenseMap<Value, unsigned> copyOf;
@@ -71,7 +84,12 @@ private:
 void StepModelBuilder::addOp(Operation *op, bool backward) {
   unsigned pos = model.ops.size();
   model.positions[op] = pos;
-  StepModel::SimOp simOp{op, costModel.estimate(op).seconds, {}, {}};
+  auto fused = fusedSeconds.find(op);
+  StepModel::SimOp simOp{op,
+                         fused != fusedSeconds.end()
+                             ? fused->second
+                             : costModel.estimate(op).seconds,
+                         {}, {}};
   auto recordCopy = [&](PlannedCopy::Kind kind, Value source, Value result) {
     std::optional<Ref> ref = lookup(source);
     if (!ref)
@@ -82,6 +100,9 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
       if (*ref < 0)
         return;
       copy.target = *ref;
+      // A synchronous offload is waited where it starts; a split one at its
+      // wait, or at the end of forward if it has none there.
+      copy.waitPos = isa<OffloadToCpuOp>(op) ? pos : kWaitAtForwardEnd;
     } else {
       if (*ref >= 0)
         return;
@@ -113,9 +134,7 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
       // Inserting may grow the map and invalidate `it`: read it first.
       unsigned index = it->second;
       copyOf[wait.getResult()] = index;
-      PlannedCopy &copy = model.planInIR.copies[index];
-      if (copy.kind == PlannedCopy::Kind::Load)
-        copy.waitPos = pos;
+      model.planInIR.copies[index].waitPos = pos;
     }
   } else if (Value source = getViewSource(op)) {
     for (Value result : op->getResults())
@@ -155,13 +174,101 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
           continue;
         }
       }
-      unsigned buffer = newBuffer(result.getType(), pos, false);
+      unsigned buffer = newBuffer(result, pos);
       simOp.defs.push_back(buffer);
       refs[result] = buffer;
     }
   }
   (void)backward;
   model.ops.push_back(std::move(simOp));
+}
+
+/// The op whose tensor results a fused memory-bound op writes: it does work,
+/// none of it compute-bound, and it is an op the cost model knows.
+static bool isFusableMemoryBound(Operation *op, const OpCost &cost) {
+  return !cost.isView && cost.known && cost.flops == 0 && cost.seconds > 0 &&
+         op->getNumRegions() == 0 &&
+         !isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp, WaitOp>(
+             op);
+}
+
+/// Splits the top-level ops of `block` into stretches between ops that are
+/// not fusable memory-bound ops (matmuls, attention, convolutions, unknown
+/// ops, copies); inside a stretch, a value of a memory-bound op that only
+/// memory-bound ops of the same stretch read (views followed) is fused away.
+/// A memory-bound op then costs the bytes it reads from device memory (each
+/// value once per stretch) and writes there, plus one op overhead if it
+/// writes anything (it ends a fused kernel).
+void StepModelBuilder::estimateFused(Block &block) {
+  const DeviceProfile &profile = costModel.getProfile();
+  llvm::DenseMap<Operation *, unsigned> stretchOf;
+  llvm::DenseMap<Operation *, OpCost> costs;
+  unsigned stretch = 0;
+  for (Operation &op : block.without_terminator()) {
+    OpCost cost = costModel.estimate(&op);
+    if (!isFusableMemoryBound(&op, cost) && !cost.isView && cost.seconds > 0)
+      ++stretch;
+    stretchOf[&op] = stretch;
+    costs[&op] = cost;
+  }
+  auto isFusedInto = [&](Value value, unsigned valueStretch) {
+    SmallVector<Value> worklist = {value};
+    bool anyUse = false;
+    while (!worklist.empty()) {
+      Value current = worklist.pop_back_val();
+      for (Operation *user : current.getUsers()) {
+        Operation *top = block.findAncestorOpInBlock(*user);
+        if (!top || top == block.getTerminator())
+          return false;
+        if (getViewSource(top) == current) {
+          llvm::append_range(worklist, top->getResults());
+          continue;
+        }
+        if (!isFusableMemoryBound(top, costs[top]) ||
+            stretchOf[top] != valueStretch)
+          return false;
+        anyUse = true;
+      }
+    }
+    return anyUse;
+  };
+  for (Operation &op : block.without_terminator())
+    if (isFusableMemoryBound(&op, costs[&op]))
+      for (Value result : op.getResults())
+        if (isa<TensorType>(result.getType()) &&
+            isFusedInto(result, stretchOf[&op]))
+          unmaterialized.insert(result);
+
+  llvm::DenseSet<Value> readInStretch;
+  unsigned currentStretch = ~0u;
+  for (Operation &op : block.without_terminator()) {
+    if (!isFusableMemoryBound(&op, costs[&op]))
+      continue;
+    if (stretchOf[&op] != currentStretch) {
+      currentStretch = stretchOf[&op];
+      readInStretch.clear();
+    }
+    double bytes = 0;
+    bool writes = false;
+    for (Value operand : op.getOperands()) {
+      Value storage = getStorageRoot(operand);
+      if (!isa<TensorType>(storage.getType()) ||
+          unmaterialized.contains(storage) ||
+          !readInStretch.insert(storage).second)
+        continue;
+      bytes += double(getTensorSizeInBytes(storage.getType()).value_or(0));
+    }
+    for (Value result : op.getResults()) {
+      if (!isa<TensorType>(result.getType()) || unmaterialized.contains(result))
+        continue;
+      bytes += double(getTensorSizeInBytes(result.getType()).value_or(0));
+      writes = true;
+      // The kernel that writes it has it at hand for the ops fused after.
+      readInStretch.insert(result);
+    }
+    fusedSeconds[&op] =
+        bytes / profile.hbmBandwidth + (writes ? profile.opOverhead : 0);
+  }
 }
 
 LogicalResult StepModelBuilder::build(const TrainingStep &step) {
@@ -176,14 +283,23 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   model.planInIR.offloaded.assign(numSaved, false);
   model.planInIR.loadOf.assign(numSaved, -1);
 
-  // Forward: arguments are parameters and inputs, live all step.
   Block &forward = step.getForward().getFunctionBody().front();
+  Block &backward = step.getBackward().getFunctionBody().front();
+  if (model.execution.fuseMemoryBound) {
+    estimateFused(forward);
+    estimateFused(backward);
+  }
+
+  // Forward: arguments are parameters and inputs, live all step.
   for (BlockArgument arg : forward.getArguments())
     refs[arg] = newBuffer(arg.getType(), -1, true);
   for (Operation &op : forward.without_terminator())
     addOp(&op, false);
   model.numForwardOps = model.ops.size();
   int lastForward = int(model.numForwardOps) - 1;
+  for (PlannedCopy &copy : model.planInIR.copies)
+    if (copy.waitPos == kWaitAtForwardEnd)
+      copy.waitPos = model.numForwardOps;
 
   Operation *ret = step.getForwardReturn();
   for (unsigned i = 0; i < step.getNumOutputs(); ++i)
@@ -223,7 +339,6 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
 
   // Backward: saved arguments read their link, the others are new buffers
   // (gradients of the outputs) that exist when backward starts.
-  Block &backward = step.getBackward().getFunctionBody().front();
   int firstBackward = model.numForwardOps;
   for (BlockArgument arg : backward.getArguments()) {
     if (arg.getArgNumber() < numSaved) {
@@ -306,8 +421,10 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
 }
 
 FailureOr<StepModel> StepModel::build(const TrainingStep &step,
-                                      const CostModel &costModel) {
+                                      const CostModel &costModel,
+                                      ExecutionModel execution) {
   StepModel model;
+  model.execution = execution;
   if (failed(StepModelBuilder(model, costModel).build(step)))
     return failure();
   return model;
@@ -364,7 +481,8 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
       row.insert(sameStorage == row.rend() ? row.begin() : sameStorage.base(),
                  plan.copies.size());
       plan.copies.push_back({PlannedCopy::Kind::Offload, unsigned(link.buffer),
-                             link.bytes, unsigned(last + 1)});
+                             link.bytes, unsigned(last + 1),
+                             /*waitPos=*/unsigned(last + 1)});
     }
     if (link.firstUse < 0)
       continue;
@@ -380,6 +498,7 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     for (auto [rank, copy] : llvm::enumerate(row))
       plan.copies[copy].sequence = int64_t(rank) - int64_t(row.size());
   if (schedule) {
+    placeOffloadWaits(plan);
     scheduleLoads(plan, maxInflightBytes);
     // offload-schedule-copies puts the load starts hoisted before one op
     // in the order of their waits.
@@ -389,6 +508,35 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
         copy.sequence += int64_t(copy.waitPos) * count;
   }
   return plan;
+}
+
+void StepModel::placeOffloadWaits(CopyPlan &plan) const {
+  // Forward has no loads, and nothing stalls it before these waits, so its
+  // D2H copies run back to back in issue order from compute-only times.
+  SmallVector<unsigned> offloads;
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Offload &&
+        copy.issuePos < numForwardOps)
+      offloads.push_back(index);
+  llvm::stable_sort(offloads, [&](unsigned a, unsigned b) {
+    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
+    return std::make_pair(x.issuePos, x.sequence) <
+           std::make_pair(y.issuePos, y.sequence);
+  });
+  double streamFree = 0;
+  for (unsigned index : offloads) {
+    PlannedCopy &copy = plan.copies[index];
+    double end = std::max(startTimes[copy.issuePos], streamFree) +
+                 profileLatency + double(copy.bytes) / d2hBandwidth;
+    streamFree = end;
+    copy.waitPos = numForwardOps;
+    for (unsigned pos = copy.issuePos + 1; pos < numForwardOps; ++pos) {
+      if (startTimes[pos] >= end && !isa<WaitOp>(ops[pos].op)) {
+        copy.waitPos = pos;
+        break;
+      }
+    }
+  }
 }
 
 void StepModel::scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const {
@@ -558,6 +706,10 @@ private:
   SmallVector<double> issueTime, endTime;
 };
 
+/// Orders a release the compute stream does not see after everything else
+/// at its time.
+constexpr int64_t kAsyncOrder = std::numeric_limits<int64_t>::max();
+
 struct MemoryEvent {
   double time;
   int64_t order;
@@ -580,8 +732,9 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
   });
   for (unsigned index : bySequence)
     issuedAt[std::min(plan.copies[index].issuePos, numOps)].push_back(index);
+  bool releaseAtWait = execution.release == ExecutionModel::Release::AtWait;
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
-    if (copy.kind == PlannedCopy::Kind::Load)
+    if (copy.kind == PlannedCopy::Kind::Load || releaseAtWait)
       waitedAt[std::min(copy.waitPos, numOps)].push_back(index);
     (copy.kind == PlannedCopy::Kind::Load ? result.h2dBytes : result.d2hBytes) +=
         copy.bytes;
@@ -634,14 +787,27 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
     if (readsForwardBuffer)
       lastPos[link.buffer] = std::max(lastPos[link.buffer], link.lastUse);
   }
+  // When each offloaded buffer may be released: once its copies are done,
+  // or (at their waits) in stream order.
   SmallVector<double> offloadEnd(buffers.size(), -1);
-  for (auto [index, copy] : llvm::enumerate(plan.copies))
-    if (copy.kind == PlannedCopy::Kind::Offload)
-      offloadEnd[copy.target] =
-          std::max(offloadEnd[copy.target], result.copyEnd[index]);
+  SmallVector<int64_t> offloadEndOrder(buffers.size(), kAsyncOrder);
+  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+    if (copy.kind != PlannedCopy::Kind::Offload)
+      continue;
+    double end = result.copyEnd[index];
+    int64_t order = kAsyncOrder;
+    if (releaseAtWait) {
+      unsigned wait = std::min(copy.waitPos, numOps);
+      end = opStart[wait];
+      order = 2 * int64_t(wait) - 1;
+    }
+    if (end > offloadEnd[copy.target]) {
+      offloadEnd[copy.target] = end;
+      offloadEndOrder[copy.target] = order;
+    }
+  }
 
   std::vector<MemoryEvent> events;
-  constexpr int64_t kAsync = std::numeric_limits<int64_t>::max();
   for (auto [id, buffer] : llvm::enumerate(buffers)) {
     if (buffer.bytes == 0)
       continue;
@@ -661,7 +827,7 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
     int64_t order = 2 * int64_t(lastOp) + 1;
     if (offloadEnd[id] > free) {
       free = offloadEnd[id];
-      order = kAsync;
+      order = offloadEndOrder[id];
     }
     events.push_back({free, order, -buffer.bytes, int(id)});
   }

@@ -357,10 +357,15 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
         getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
+    FailureOr<ExecutionModel> execution = getPassExecutionModel(
+        getArgument(), release, fuseMemoryBound, getOperation());
+    if (failed(execution))
+      return signalPassFailure();
     CostModel costModel(*profile);
     std::vector<StepReport> reports;
     for (const TrainingStep &step : steps) {
-      FailureOr<StepModel> model = StepModel::build(step, costModel);
+      FailureOr<StepModel> model =
+          StepModel::build(step, costModel, *execution);
       if (failed(model))
         return signalPassFailure();
       SimulationResult before = model->simulate(model->getEmptyPlan());

@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Every cost-model pass carries the DeviceProfileOptions of Passes.td; this
-// turns them into a DeviceProfile, diagnosing a bad profile file.
+// Every cost-model pass carries the CostModelOptions of Passes.td; these
+// turn them into a DeviceProfile and an ExecutionModel, diagnosing a bad
+// profile file or option.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,18 +14,19 @@
 #define OFFLOAD_LIB_TRANSFORMS_PASSDEVICEPROFILE_H
 
 #include "offload/Analysis/CostModel.h"
+#include "offload/Analysis/StepSimulation.h"
 
 #include "mlir/IR/Operation.h"
 
 namespace mlir {
 namespace offload {
 
-/// The DeviceProfileOptions of the pass this is expanded in (its option
-/// members are protected, so this reads them from inside the pass).
+/// The profile options of the pass this is expanded in (its option members
+/// are protected, so this reads them from inside the pass).
 #define OFFLOAD_PASS_PROFILE_OVERRIDES()                                       \
   ::mlir::offload::DeviceProfileOverrides {                                    \
     deviceProfile, d2hGBps, h2dGBps, bothWaysGBps, hbmGBps, bf16TFlops,         \
-        f32TFlops, copyLatencyUs, opOverheadUs                                 \
+        f32TFlops, attentionTFlops, copyLatencyUs, opOverheadUs                \
   }
 
 /// Resolves `overrides` into a profile; emits an error at `anchor` on failure.
@@ -37,6 +39,23 @@ getPassDeviceProfile(StringRef passName,
   if (failed(profile))
     anchor->emitError() << passName << ": " << error;
   return profile;
+}
+
+/// The execution model from the `release` and `fuse-memory-bound` options;
+/// emits an error at `anchor` for an unknown release.
+inline FailureOr<ExecutionModel>
+getPassExecutionModel(StringRef passName, StringRef release,
+                      bool fuseMemoryBound, Operation *anchor) {
+  ExecutionModel execution;
+  execution.fuseMemoryBound = fuseMemoryBound;
+  if (release == "at-wait") {
+    execution.release = ExecutionModel::Release::AtWait;
+  } else if (release != "after-copy") {
+    anchor->emitError() << passName << ": unknown release '" << release
+                        << "' (expected 'after-copy' or 'at-wait')";
+    return failure();
+  }
+  return execution;
 }
 
 /// Parses a max-inflight-bytes style option; emits an error on failure.

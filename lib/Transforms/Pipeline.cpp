@@ -27,6 +27,8 @@ static void buildPipeline(OpPassManager &pm,
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.deviceProfile = options.deviceProfile;
+    plan.release = options.release;
+    plan.fuseMemoryBound = options.fuseMemoryBound;
     pm.addPass(createPlanOffloads(plan));
   }
   pm.addPass(createInsertOffloads());
@@ -36,6 +38,8 @@ static void buildPipeline(OpPassManager &pm,
     ScheduleCopiesOptions schedule;
     schedule.maxInflightBytes = options.maxInflightBytes;
     schedule.deviceProfile = options.deviceProfile;
+    schedule.release = options.release;
+    schedule.fuseMemoryBound = options.fuseMemoryBound;
     pm.addPass(createScheduleCopies(schedule));
   }
   if (options.report != "none") {
@@ -43,6 +47,8 @@ static void buildPipeline(OpPassManager &pm,
     report.format = options.report;
     report.output = options.reportFile;
     report.deviceProfile = options.deviceProfile;
+    report.release = options.release;
+    report.fuseMemoryBound = options.fuseMemoryBound;
     pm.addPass(reportStream ? createOffloadReport(report, *reportStream)
                             : createOffloadReport(report));
   }

@@ -100,6 +100,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
+    FailureOr<ExecutionModel> execution = getPassExecutionModel(
+        getArgument(), release, fuseMemoryBound, getOperation());
+    if (failed(execution))
+      return signalPassFailure();
     FailureOr<int64_t> inflight = parseBytesOption(
         getArgument(), "max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
@@ -110,14 +114,15 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(planStep(step, costModel, mode, *inflight)))
+      if (failed(planStep(step, costModel, *execution, mode, *inflight)))
         return signalPassFailure();
   }
 
   LogicalResult planStep(const TrainingStep &step, const CostModel &costModel,
-                         StringRef mode, int64_t inflight) {
+                         const ExecutionModel &execution, StringRef mode,
+                         int64_t inflight) {
     FunctionOpInterface forward = step.getForward();
-    FailureOr<StepModel> model = StepModel::build(step, costModel);
+    FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
     if (failed(model))
       return failure();
     Planner planner(*model, schedule, inflight);

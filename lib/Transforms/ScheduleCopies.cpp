@@ -70,42 +70,34 @@ static void splitCopies(Block &body) {
   }
 }
 
-/// Moves the wait of each offload in `plan` up to the first forward op that
-/// `model` predicts to start after the copy ends (compute alone: forward
-/// never stalls on an offload), keeping it below its start.
-static void placeOffloadWaits(const StepModel &model, const CopyPlan &plan) {
-  SimulationResult predicted = model.simulate(plan);
-  ArrayRef<double> startTimes = model.getComputeStartTimes();
-  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+/// Moves the wait of each offload up to its release point in `plan` (see
+/// StepModel::placeOffloadWaits).
+static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
+  for (const PlannedCopy &copy : plan.copies) {
     if (copy.kind != PlannedCopy::Kind::Offload ||
-        copy.issuePos >= model.getNumForwardOps())
+        copy.waitPos >= model.getNumForwardOps())
       continue;
     auto start = dyn_cast<OffloadStartOp>(model.getOp(copy.issuePos));
     if (!start || !start.getFuture().hasOneUse())
       continue;
     auto wait = dyn_cast<WaitOp>(*start.getFuture().getUsers().begin());
-    if (!wait || wait->getBlock() != start->getBlock())
+    Operation *target = model.getOp(copy.waitPos);
+    if (!wait || wait->getBlock() != start->getBlock() ||
+        target->getBlock() != wait->getBlock() ||
+        !start->isBeforeInBlock(target) || !target->isBeforeInBlock(wait))
       continue;
-    double copyEnd = predicted.copyEnd[index];
-    for (Operation *op = start->getNextNode(); op && op != wait;
-         op = op->getNextNode()) {
-      std::optional<unsigned> pos = model.getPosition(op);
-      if (!pos || *pos >= model.getNumForwardOps() ||
-          startTimes[*pos] < copyEnd || isa<WaitOp>(op))
-        continue;
-      wait->moveBefore(op);
-      break;
-    }
+    wait->moveBefore(target);
   }
 }
 
 static LogicalResult scheduleStep(const TrainingStep &step,
                                   const CostModel &costModel,
+                                  const ExecutionModel &execution,
                                   int64_t maxInflightBytes) {
   splitCopies(step.getForward().getFunctionBody().front());
   splitCopies(step.getBackward().getFunctionBody().front());
 
-  FailureOr<StepModel> model = StepModel::build(step, costModel);
+  FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
   if (failed(model))
     return failure();
   CopyPlan plan = model->getPlanInIR();
@@ -134,7 +126,9 @@ static LogicalResult scheduleStep(const TrainingStep &step,
     }
     start->moveBefore(target);
   }
-  placeOffloadWaits(*model, plan);
+  // Hoisting loads moved no forward op, so the positions still hold.
+  model->placeOffloadWaits(plan);
+  moveOffloadWaits(*model, plan);
   return success();
 }
 
@@ -149,6 +143,10 @@ struct ScheduleCopies
         getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
+    FailureOr<ExecutionModel> execution = getPassExecutionModel(
+        getArgument(), release, fuseMemoryBound, getOperation());
+    if (failed(execution))
+      return signalPassFailure();
     FailureOr<int64_t> cap =
         parseBytesOption(getArgument(), "max-inflight-bytes",
                          maxInflightBytes, getOperation());
@@ -159,7 +157,7 @@ struct ScheduleCopies
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(scheduleStep(step, costModel, *cap)))
+      if (failed(scheduleStep(step, costModel, *execution, *cap)))
         return signalPassFailure();
   }
 };

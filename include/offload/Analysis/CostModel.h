@@ -43,6 +43,9 @@ struct DeviceProfile {
   double f8Flops = 1580e12;
   double f32Flops = 60e12;
   double f64Flops = 30e12;
+  /// Scaled-dot-product attention in 16-bit and 8-bit types, FLOPs counted
+  /// as the model counts them (cuDNN's fused kernels, forward and backward).
+  double attentionFlops = 300e12;
   /// Fixed cost of one copy (launch and completion), on top of the transfer.
   double copyLatency = 10e-6;
   /// Fixed cost of one op that does work.
@@ -63,7 +66,7 @@ struct DeviceProfile {
 struct DeviceProfileOverrides {
   std::string profileFile;
   double d2hGBps = -1, h2dGBps = -1, bothWaysGBps = -1, hbmGBps = -1;
-  double bf16TFlops = -1, f32TFlops = -1;
+  double bf16TFlops = -1, f32TFlops = -1, attentionTFlops = -1;
   double copyLatencyUs = -1, opOverheadUs = -1;
 
   /// The H100 defaults, then the JSON file if any, then the overrides.

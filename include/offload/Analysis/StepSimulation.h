@@ -18,8 +18,9 @@
 // step; every other buffer is live from the start of the op defining it to
 // the end of its last use (forward outputs until the end of forward, backward
 // results until the end of the step). An offloaded buffer is released when
-// its last use is over and its D2H copy has completed; a loaded value
-// occupies device memory from its load's issue to its last use.
+// its last use is over and its D2H copy has completed (or, with
+// Release::AtWait, at its offload's wait); a loaded value occupies device
+// memory from its load's issue to its last use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,27 @@
 namespace mlir {
 namespace offload {
 
+/// What the model assumes about the code that runs the step, beyond the
+/// device's numbers.
+struct ExecutionModel {
+  /// Where the device memory of an offloaded value comes back.
+  enum class Release {
+    /// Once its last use and its D2H copy are both over, without the compute
+    /// stream waiting (offload_rt_free_device_after_copy).
+    AfterCopy,
+    /// At its offload's wait, in stream order: the compute stream waits
+    /// there for the copy, and the memory is free for what comes after (a
+    /// framework's caching allocator, as in the PyTorch bridge).
+    AtWait,
+  };
+  Release release = Release::AfterCopy;
+  /// The code generator fuses memory-bound ops (elementwise ops, reductions,
+  /// gathers) between two compute-bound ones, as Inductor does: a value only
+  /// such ops of one stretch read is never written to device memory, and a
+  /// fused op reads each value in device memory once.
+  bool fuseMemoryBound = false;
+};
+
 /// One copy over the host link.
 struct PlannedCopy {
   enum class Kind { Offload, Load };
@@ -43,7 +65,8 @@ struct PlannedCopy {
   int64_t bytes;
   /// Op position the copy is issued before (at the start of that op).
   unsigned issuePos;
-  /// Load: op position the compute stream waits for it before.
+  /// Op position the compute stream waits for it before. Offloads: used
+  /// with Release::AtWait only.
   unsigned waitPos = 0;
   /// Load: the offload copy that produced its host value, or -1.
   int dependsOn = -1;
@@ -87,7 +110,8 @@ public:
   /// split) are read into getPlanInIR(); the model itself treats them as
   /// aliases, so simulating an empty plan predicts the step without offload.
   static FailureOr<StepModel> build(const TrainingStep &step,
-                                    const CostModel &costModel);
+                                    const CostModel &costModel,
+                                    ExecutionModel execution = {});
 
   /// The plan the IR carries.
   const CopyPlan &getPlanInIR() const { return planInIR; }
@@ -97,9 +121,17 @@ public:
   /// The plan the offload passes would produce for the saved links in
   /// `links` (offload after the last forward use of the storage, load wait
   /// before the first real backward use), with load issue positions
-  /// scheduled by scheduleLoads when `schedule` is set.
+  /// scheduled by scheduleLoads and offload waits placed by
+  /// placeOffloadWaits when `schedule` is set (else each offload is waited
+  /// right where it starts, and each load right where it is needed).
   CopyPlan planFor(ArrayRef<unsigned> links, bool schedule,
                    int64_t maxInflightBytes) const;
+
+  /// Puts the wait of every offload in `plan` at its release point: the
+  /// first forward op (not a wait) predicted, on the compute stream alone,
+  /// to start once the copy has ended, or the end of forward if none does.
+  /// Forward then never stalls on an offload before its end.
+  void placeOffloadWaits(CopyPlan &plan) const;
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
   /// the compute stream alone, its copy ends before its wait (the H2D stream
@@ -110,6 +142,7 @@ public:
 
   SimulationResult simulate(const CopyPlan &plan) const;
 
+  const ExecutionModel &getExecutionModel() const { return execution; }
   unsigned getNumOps() const { return ops.size(); }
   unsigned getNumForwardOps() const { return numForwardOps; }
   unsigned getNumLinks() const { return links.size(); }
@@ -165,6 +198,7 @@ private:
   SmallVector<Link> links;
   SmallVector<double> startTimes;
   unsigned numForwardOps = 0;
+  ExecutionModel execution;
   double profileLatency = 0, d2hBandwidth = 1, h2dBandwidth = 1,
          bothWaysBandwidth = 1;
   llvm::DenseMap<Operation *, unsigned> positions;

@@ -67,6 +67,15 @@ struct OffloadPipelineOptions
       *this, "device-profile",
       llvm::cl::desc("JSON device profile for the cost model"),
       llvm::cl::init("")};
+  PassOptions::Option<std::string> release{
+      *this, "release",
+      llvm::cl::desc("Where offloaded device memory comes back: after-copy "
+                     "(offload_rt) or at-wait (a stream-ordered allocator)"),
+      llvm::cl::init("after-copy")};
+  PassOptions::Option<bool> fuseMemoryBound{
+      *this, "fuse-memory-bound",
+      llvm::cl::desc("The code generator fuses memory-bound ops (Inductor)"),
+      llvm::cl::init(false)};
 };
 
 /// Adds find, plan (for plan=hidden|budget), insert-offloads,

@@ -9,9 +9,10 @@
 
 include "mlir/Pass/PassBase.td"
 
-// The device profile options every cost-model pass takes. A negative value
-// keeps the profile's number (the H100 defaults, or `device-profile`).
-defvar DeviceProfileOptions = [
+// The options every cost-model pass takes: the device profile (a negative
+// value keeps the profile's number: the H100 defaults, or `device-profile`)
+// and what the model assumes about the code that runs the step.
+defvar CostModelOptions = [
   Option<"deviceProfile", "device-profile", "std::string", /*default=*/"\"\"",
          "JSON device profile to start from (default: the H100 profile)">,
   Option<"d2hGBps", "d2h-gbps", "double", /*default=*/"-1",
@@ -26,10 +27,21 @@ defvar DeviceProfileOptions = [
          "Dense bf16/f16 peak, TFLOP/s (H100: 790)">,
   Option<"f32TFlops", "f32-tflops", "double", /*default=*/"-1",
          "Dense f32 peak, TFLOP/s (H100: 60)">,
+  Option<"attentionTFlops", "attention-tflops", "double", /*default=*/"-1",
+         "Scaled-dot-product attention in 16-bit types, TFLOP/s as the model "
+         "counts them (H100: 300)">,
   Option<"copyLatencyUs", "copy-latency-us", "double", /*default=*/"-1",
          "Fixed cost per copy, microseconds (H100: 10)">,
   Option<"opOverheadUs", "op-overhead-us", "double", /*default=*/"-1",
          "Fixed cost per op, microseconds (default 2)">,
+  Option<"release", "release", "std::string", /*default=*/"\"after-copy\"",
+         "Where an offloaded value's device memory comes back: after-copy "
+         "(once its copy ends, compute never waits: offload_rt) or at-wait "
+         "(at its offload's wait, which waits for the copy: a stream-ordered "
+         "allocator such as PyTorch's)">,
+  Option<"fuseMemoryBound", "fuse-memory-bound", "bool", /*default=*/"false",
+         "The code generator fuses memory-bound ops between compute-bound ones "
+         "(Inductor): values only they read never reach device memory">,
 ];
 
 def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {
@@ -123,7 +135,7 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     compiled graph may reuse right after their last use) keep the source
     alive until this wait and release it there.
   }];
-  let options = !listconcat(DeviceProfileOptions, [
+  let options = !listconcat(CostModelOptions, [
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
            /*default=*/"\"2GiB\"",
            "Most bytes of loads started and not yet waited (suffixes KiB, "
@@ -147,7 +159,7 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
     stating the smallest predicted peak reachable.
   }];
-  let options = !listconcat(DeviceProfileOptions, [
+  let options = !listconcat(CostModelOptions, [
     Option<"plan", "plan", "std::string", /*default=*/"\"all\"",
            "all, hidden or budget">,
     Option<"budget", "budget", "std::string", /*default=*/"\"\"",
@@ -175,7 +187,7 @@ def OffloadReport : Pass<"offload-report", "ModuleOp"> {
     and step time without offload and with the plan in the IR. Does not
     change the IR.
   }];
-  let options = !listconcat(DeviceProfileOptions, [
+  let options = !listconcat(CostModelOptions, [
     Option<"format", "format", "std::string", /*default=*/"\"text\"",
            "Report format: text or json">,
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
