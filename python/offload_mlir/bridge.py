@@ -117,6 +117,13 @@ class OffloadOptions:
             parts.append(f"device-profile={self.device_profile}")
         if self.max_inflight_bytes:
             parts.append(f"max-inflight-bytes={self.max_inflight_bytes}")
+        # What runs the step: the copy ops release an offloaded value's
+        # memory at its wait, through PyTorch's stream-ordered allocator, so
+        # the compute stream waits there for the copy; and Inductor fuses the
+        # memory-bound ops the exported graph still lists one by one.
+        parts.append("release=at-wait")
+        if self.compiler == "inductor":
+            parts.append("fuse-memory-bound=true")
         parts.append(f"report={report}")
         return " ".join(parts)
 
@@ -239,6 +246,7 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
         ir = emit_mlir(TracedStep(fw, bw, num_fwd_outputs))
     except ExportError as e:
         raise _Fallback(f"the exporter cannot express the graph: {e}") from None
+    _dump_ir(ir)
     try:
         result = capi.run_pipeline(ir, options.pipeline_options("json"))
     except capi.PipelineError as e:
@@ -254,6 +262,18 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
     report = {"pipeline": report, "offloaded": offloaded, "fallback": None}
     _emit_report(ir, options)
     return new_fw, new_bw, report
+
+
+def _dump_ir(ir: str) -> None:
+    """Writes the exported IR of each graph into $OFFLOAD_MLIR_DUMP_DIR, if
+    set, to replay the pipeline on it with offload-opt."""
+    directory = os.environ.get("OFFLOAD_MLIR_DUMP_DIR")
+    if not directory:
+        return
+    os.makedirs(directory, exist_ok=True)
+    index = len([n for n in os.listdir(directory) if n.startswith("step-")])
+    with open(os.path.join(directory, f"step-{index}.mlir"), "w") as f:
+        f.write(ir)
 
 
 def _emit_report(ir: str, options: OffloadOptions) -> None:

@@ -93,6 +93,13 @@ for _name, _mlir in (
         _DTYPES[getattr(torch, _name)] = _mlir
 
 
+
+def _i64_array(values: list[int]) -> str:
+    """A dense i64 array attribute (`array<i64>` when empty)."""
+    if not values:
+        return "array<i64>"
+    return "array<i64: " + ", ".join(map(str, values)) + ">"
+
 def mlir_element_type(dtype: torch.dtype) -> str:
     try:
         return _DTYPES[dtype]
@@ -668,7 +675,7 @@ class _FunctionEmitter:
             )
         if rec.result_indices is not None:
             attrs.append(
-                "result_indices = array<i64: " + ", ".join(map(str, rec.result_indices)) + ">"
+                "result_indices = " + _i64_array(rec.result_indices)
             )
         n = len(rec.result_types)
         if n == 0:
@@ -810,9 +817,8 @@ def _emit(
         # Gradients that are None (inputs that need none) are dropped from
         # the results; record where the remaining ones sit in FX's output.
         bw_attrs = (
-            "trace.result_indices = array<i64: "
-            + ", ".join(map(str, bwd.return_indices))
-            + f">, trace.num_fx_results = {bwd.num_fx_returns} : i64"
+            "trace.result_indices = " + _i64_array(bwd.return_indices)
+            + f", trace.num_fx_results = {bwd.num_fx_returns} : i64"
         )
     lines = [f"// {h}" for h in header]
     lines.append("module {")

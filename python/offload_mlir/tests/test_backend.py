@@ -206,6 +206,19 @@ def test_options_are_checked():
         OffloadOptions(budget="lots")
     assert "budget=20GiB" in OffloadOptions(plan="budget", budget="20GiB").pipeline_options()
     assert "budget=0.8" in OffloadOptions(plan="budget", budget=0.8).pipeline_options()
+    # The model the planner predicts with is the bridge's: memory comes back
+    # at the offload's wait, and Inductor fuses memory-bound ops.
+    inductor = OffloadOptions().pipeline_options().split()
+    assert "release=at-wait" in inductor and "fuse-memory-bound=true" in inductor
+    eager = OffloadOptions(compiler="aot_eager").pipeline_options().split()
+    assert "release=at-wait" in eager and "fuse-memory-bound=true" not in eager
+
+
+def test_dump_dir_gets_the_exported_ir(offload_mlir, tmp_path, monkeypatch):
+    monkeypatch.setenv("OFFLOAD_MLIR_DUMP_DIR", str(tmp_path))
+    _train("mlp", offload_mlir.backend(min_bytes=0, plan="all"), steps=1)
+    dumped = sorted(tmp_path.glob("step-*.mlir"))
+    assert dumped and "func.func @backward" in dumped[0].read_text()
 
 
 def test_uuid_changes_with_options(offload_mlir):

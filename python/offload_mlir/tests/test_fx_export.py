@@ -115,3 +115,15 @@ def test_non_tensor_results_get_result_indices():
     ph[0]._rename(list(fw.graph.output_node().args[0])[1].name)
     text = emit_mlir(TracedStep(fw, bw, 1))
     assert "result_names" in text
+
+
+def test_backward_without_gradients_exports_an_empty_index_array(offload_opt, tmp_path):
+    # A backward whose every gradient is None (nothing upstream needs one)
+    # still records where its results sit in FX's output, as `array<i64>`.
+    fw = make_fx(lambda x: (x.sin(),), tracing_mode="fake")(torch.randn(4))
+    bw = make_fx(lambda t: (None,), tracing_mode="fake")(torch.randn(4))
+    text = emit_mlir(TracedStep(fw, bw, 1))
+    assert "trace.result_indices = array<i64>," in text
+    f_ = tmp_path / "m.mlir"
+    f_.write_text(text)
+    subprocess.run([offload_opt, str(f_), "-o", os.devnull], check=True)
