@@ -64,7 +64,9 @@ def run_one(args: argparse.Namespace) -> dict:
     config = args.config
     # `<config>+measured`: plan with the device profile fitted to H100
     # measurements (docs/profiles/h100-measured.json) instead of the default.
-    profile = None
+    # $BENCH_PROFILE: plan every offloading configuration with that profile
+    # (e.g. one `python -m offload_mlir.calibrate` wrote on this machine).
+    profile = os.environ.get("BENCH_PROFILE") or None
     base_config = config
     if config.endswith("+measured"):
         base_config = config[: -len("+measured")]

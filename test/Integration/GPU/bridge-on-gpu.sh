@@ -2,7 +2,9 @@
 # Runs the PyTorch bridge on the GPU machine, with the libraries built on the
 # development machine and staged into python/offload_mlir/_lib
 # (scripts/stage-python.sh; carry that folder). Writes logs and results to
-# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [smoke] [csan] [bench]
+# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [smoke] [csan] [bench]
+# `calibrate` writes $OUT/h100-calibrated.json (and its .details.json); a later
+# `bench` plans with it. BENCH_DUMP=1 keeps the exported IR of each graph.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-$PWD/bridge-gpu-out}
@@ -14,6 +16,9 @@ stages=${*:-smoke csan bench}
 python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())"
 for stage in $stages; do
   case $stage in
+    calibrate) PYTHONPATH=python python3 -m offload_mlir.calibrate -o "$OUT/h100-calibrated.json" \
+                 --name h100-calibrated 2>&1 | tee "$OUT/calibrate.log"
+               export BENCH_PROFILE="$OUT/h100-calibrated.json" ;;
     ops)   python3 -m pytest -q python/offload_mlir/tests/test_torch_ops.py 2>&1 | tail -5 ;;
     smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
              --configs inductor,all --steps 4 --warmup 2 \
@@ -21,7 +26,8 @@ for stage in $stages; do
     csan)  BRIDGE_SANITIZE_AFTER_COMPILE=1 python3 $B $SMALL --configs aot_eager,offload-aot_eager \
              --steps 3 --warmup 1 --out "$OUT/bridge-csan" 2>&1 | tee "$OUT/csan.log"
            grep -c "CSAN detected" "$OUT/csan.log" | sed 's/^/CSAN reports: /' ;;
-    bench) python3 $B --configs "${BENCH_CONFIGS:-inductor,hidden,all,budget=0.75}" \
+    bench) [ "${BENCH_DUMP:-0}" = 1 ] && export OFFLOAD_MLIR_DUMP_DIR="$OUT/ir"
+           python3 $B --configs "${BENCH_CONFIGS:-inductor,hidden,all,budget=0.75}" \
              --layers "${BENCH_LAYERS:-2}" --out "$OUT/bridge-h100" 2>&1 | tee "$OUT/bench.log" ;;
   esac
 done
