@@ -64,10 +64,13 @@ def run_one(args: argparse.Namespace) -> dict:
     config = args.config
     # `<config>+measured`: plan with the device profile fitted to H100
     # measurements (docs/profiles/h100-measured.json) instead of the default.
-    # $BENCH_PROFILE: plan every offloading configuration with that profile
-    # (e.g. one `python -m offload_mlir.calibrate` wrote on this machine).
-    profile = os.environ.get("BENCH_PROFILE") or None
+    # `<config>+calibrated`: plan with $BENCH_CALIBRATED_PROFILE, the profile
+    # `python -m offload_mlir.calibrate` wrote on this machine.
+    profile = None
     base_config = config
+    if config.endswith("+calibrated"):
+        base_config = config[: -len("+calibrated")]
+        profile = os.environ["BENCH_CALIBRATED_PROFILE"]
     if config.endswith("+measured"):
         base_config = config[: -len("+measured")]
         profile = os.path.join(os.path.dirname(_PYTHON), "docs", "profiles", "h100-measured.json")
