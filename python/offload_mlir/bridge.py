@@ -106,6 +106,11 @@ class OffloadOptions:
         if self.budget is not None:
             _budget_option(self.budget)
 
+    def resolved_device_profile(self) -> str | None:
+        """`device_profile`, or the packaged profile measured on this kind of
+        GPU, or None (the compiler's built-in H100 defaults)."""
+        return self.device_profile or default_device_profile()
+
     def pipeline_options(self, report: str = "json") -> str:
         parts = [f"min-bytes={self.min_bytes}"]
         if self.budget is not None:
@@ -113,8 +118,9 @@ class OffloadOptions:
         else:
             parts.append(f"plan={self.plan}")
         parts.append(f"schedule={'true' if self.schedule else 'false'}")
-        if self.device_profile:
-            parts.append(f"device-profile={self.device_profile}")
+        profile = self.resolved_device_profile()
+        if profile:
+            parts.append(f"device-profile={profile}")
         if self.max_inflight_bytes:
             parts.append(f"max-inflight-bytes={self.max_inflight_bytes}")
         # What runs the step: the copy ops release an offloaded value's
@@ -126,6 +132,33 @@ class OffloadOptions:
             parts.append("fuse-memory-bound=true")
         parts.append(f"report={report}")
         return " ".join(parts)
+
+
+# Profiles `python -m offload_mlir.calibrate` measured, shipped with the
+# package, by a substring of the GPU's name.
+_PACKAGED_PROFILES = {"H100": "h100.json"}
+
+
+def default_device_profile() -> str | None:
+    """The packaged device profile for the current CUDA device, if one was
+    measured on its kind of GPU."""
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name()
+    for key, file in _PACKAGED_PROFILES.items():
+        if key in name:
+            return os.path.join(os.path.dirname(__file__), "profiles", file)
+    return None
+
+
+def _file_hash(path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 _reports: list[dict[str, Any]] = []
@@ -174,8 +207,11 @@ class OffloadPartitioner(CustomPartitionerFn):
 
     def uuid(self) -> Any:
         # Any change of options or of the project's code is a new plan.
+        # The profile's content counts too: editing it changes the plan.
+        profile = self.options.resolved_device_profile()
         return hashlib.sha256(
-            (repr(self.options) + _source_hash()).encode()
+            (repr(self.options) + str(profile) + _file_hash(profile)
+             + _source_hash()).encode()
         ).hexdigest()
 
     def __call__(self, gm, joint_inputs, **kwargs):

@@ -448,6 +448,71 @@ def measure_link(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
     return profile, details
 
 
+def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
+    """Copy rates while the compute stream runs bf16 GEMMs, as a training
+    step's copies run: the figures the planner should hide copies with.
+
+    Each round queues enough GEMMs to outlast the copies, then the copies on
+    their own streams; a rate is bytes over the time from the first copy's
+    start to the last one's end."""
+    if not dev.is_cuda:
+        raise NotImplementedError("the CPU plumbing test has no concurrent compute")
+    torch = dev.torch
+    n = plan.copy_bytes
+    copies = 4
+    a = torch.randn(8192, 4096, device=dev.device, dtype=torch.bfloat16)
+    b = torch.randn(4096, 14336, device=dev.device, dtype=torch.bfloat16)
+    c = torch.empty(8192, 14336, device=dev.device, dtype=torch.bfloat16)
+    gemm_s = 2.0 * 8192 * 4096 * 14336 / 500e12  # a low guess: more GEMMs
+    link_s = copies * n / 20e9  # a low guess of the rate: longer to cover
+    gemms = int(2 * link_s / gemm_s) + 1
+    main = torch.cuda.current_stream(dev.device)
+
+    def round_trip(directions) -> float:
+        for _ in range(gemms):
+            torch.mm(a, b, out=c)
+        starts, ends = [], []
+        for stream, copy in directions:
+            with torch.cuda.stream(stream):
+                start, end = dev.event(), dev.event()
+                start.record(stream)
+                for _ in range(copies):
+                    copy()
+                end.record(stream)
+            starts.append(start)
+            ends.append(end)
+        main.wait_stream(link.d2h_stream)
+        main.wait_stream(link.h2d_stream)
+        dev.synchronize()
+        first = starts[0]
+        return max(first.elapsed_time(end) for end in ends) * 1e-3
+
+    d2h = [(link.d2h_stream, link.d2h(n))]
+    h2d = [(link.h2d_stream, link.h2d(n))]
+    samples: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
+    repeats = max(2, plan.repeats - 1)
+    round_trip(d2h + h2d)  # warm-up
+    for _ in range(repeats):
+        samples["d2h"].append(round_trip(d2h))
+        samples["h2d"].append(round_trip(h2d))
+        samples["both_ways"].append(round_trip(d2h + h2d))
+    moved = copies * n
+    profile = {
+        "d2h_GBps": moved / statistics.median(samples["d2h"]) / 1e9,
+        "h2d_GBps": moved / statistics.median(samples["h2d"]) / 1e9,
+        "both_ways_GBps": 2 * moved / statistics.median(samples["both_ways"]) / 1e9,
+    }
+    details = {key: _stats(value) for key, value in samples.items()}
+    details.update(
+        bytes_per_direction=moved,
+        gemms_queued_per_round=gemms,
+        method=("copies of bytes_per_direction (in 4 copies) on the copy "
+                "streams while the compute stream runs bf16 8192x4096x14336 "
+                "GEMMs queued first; rate = bytes / median time from the "
+                "first copy's start to the last one's end"))
+    return profile, details
+
+
 def fit_latency(sizes: Sequence[int], seconds: Sequence[float]) -> Tuple[float, float]:
     """(intercept seconds, slope seconds per byte) of t = latency + bytes / bw,
     weighted by 1/t^2: relative rather than absolute errors, so the small
@@ -897,6 +962,10 @@ def run_calibration(torch, device: str, quick: bool, name: Optional[str],
         f"{'quick' if quick else 'full'} run")
     link = LinkBuffers(dev, plan.copy_bytes)
     measure("link", measure_link, dev, plan, link)
+    # A step's copies share the GPU with its kernels: where they are slower
+    # then, those rates are the profile's (the idle ones stay in details).
+    measure("link_under_compute", measure_link_under_compute, dev, plan, link,
+            optional_key="link_under_compute")
     measure("copy_latency", measure_copy_latency, dev, plan, link)
     del link
     dev.release()
@@ -931,9 +1000,9 @@ def run_calibration(torch, device: str, quick: bool, name: Optional[str],
 
 # What each written key measured, for the table on stderr.
 _HOW = {
-    "d2h_GBps": "pinned device->host copy",
-    "h2d_GBps": "pinned host->device copy",
-    "both_ways_GBps": "both at once, total bytes / time",
+    "d2h_GBps": "pinned device->host copy (GPU running GEMMs)",
+    "h2d_GBps": "pinned host->device copy (GPU running GEMMs)",
+    "both_ways_GBps": "both at once, total bytes / time (GEMMs)",
     "copy_latency_us": "per-copy latency (fit over sizes)",
     "bf16_TFLOPs": "training-shape GEMMs, FLOP-weighted",
     "f16_TFLOPs": "training-shape GEMMs, FLOP-weighted",

@@ -4,7 +4,8 @@
 # (scripts/stage-python.sh; carry that folder). Writes logs and results to
 # $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [smoke] [csan] [bench]
 # `calibrate` writes $OUT/h100-calibrated.json (and its .details.json); a later
-# `bench` plans its `<config>+calibrated` rows with it. BENCH_DUMP=1 keeps the exported IR of each graph.
+# `bench` plans its `<config>+calibrated` rows with it (with CALIBRATE_INSTALL=1,
+# every row: it replaces the packaged profile the bridge uses on an H100). BENCH_DUMP=1 keeps the exported IR of each graph.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-$PWD/bridge-gpu-out}
@@ -17,8 +18,11 @@ python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())
 for stage in $stages; do
   case $stage in
     calibrate) PYTHONPATH=python python3 -m offload_mlir.calibrate -o "$OUT/h100-calibrated.json" \
-                 --name h100-calibrated 2>&1 | tee "$OUT/calibrate.log"
-               export BENCH_CALIBRATED_PROFILE="$OUT/h100-calibrated.json" ;;
+                 --name h100-sxm-calibrated 2>&1 | tee "$OUT/calibrate.log"
+               export BENCH_CALIBRATED_PROFILE="$OUT/h100-calibrated.json"
+               # CALIBRATE_INSTALL=1: the bridge's default H100 profile is this one.
+               [ "${CALIBRATE_INSTALL:-0}" = 1 ] &&
+                 cp "$OUT/h100-calibrated.json" python/offload_mlir/profiles/h100.json ;;
     ops)   python3 -m pytest -q python/offload_mlir/tests/test_torch_ops.py 2>&1 | tail -5 ;;
     smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
              --configs inductor,all --steps 4 --warmup 2 \
