@@ -449,28 +449,39 @@ def measure_link(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
 
 
 def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
-    """Copy rates while the compute stream runs bf16 GEMMs, as a training
-    step's copies run: the figures the planner should hide copies with.
+    """Copy rates while the compute stream works, as a training step's copies
+    run: once under bf16 GEMMs, once under memory-bound elementwise kernels
+    (which compete with the copy engines for HBM). The profile takes the
+    lower rate of each direction: the planner hides copies with it, and
+    copies that take longer than planned stall the step.
 
-    Each round queues enough GEMMs to outlast the copies, then the copies on
-    their own streams; a rate is bytes over the time from the first copy's
-    start to the last one's end."""
+    Each round queues enough kernels to outlast the copies, then the copies
+    on their own streams; a rate is bytes over the time from the first
+    copy's start to the last one's end."""
     if not dev.is_cuda:
         raise NotImplementedError("the CPU plumbing test has no concurrent compute")
     torch = dev.torch
     n = plan.copy_bytes
     copies = 4
+    link_s = copies * n / 20e9  # a low guess of the rate: longer to cover
     a = torch.randn(8192, 4096, device=dev.device, dtype=torch.bfloat16)
     b = torch.randn(4096, 14336, device=dev.device, dtype=torch.bfloat16)
     c = torch.empty(8192, 14336, device=dev.device, dtype=torch.bfloat16)
-    gemm_s = 2.0 * 8192 * 4096 * 14336 / 500e12  # a low guess: more GEMMs
-    link_s = copies * n / 20e9  # a low guess of the rate: longer to cover
-    gemms = int(2 * link_s / gemm_s) + 1
+    x = torch.ones(256 * MiB, device=dev.device, dtype=torch.bfloat16)
+    y = torch.ones_like(x)
+    z = torch.empty_like(x)
+    gemm_s = 2.0 * 8192 * 4096 * 14336 / 500e12  # low guesses of each
+    add_s = 3 * x.numel() * 2 / 2000e9  # kernel's time: more of them
+    loads = {
+        "gemm": (lambda: torch.mm(a, b, out=c), int(2 * link_s / gemm_s) + 1),
+        "elementwise": (lambda: torch.add(x, y, out=z), int(2 * link_s / add_s) + 1),
+    }
     main = torch.cuda.current_stream(dev.device)
 
-    def round_trip(directions) -> float:
-        for _ in range(gemms):
-            torch.mm(a, b, out=c)
+    def round_trip(load, directions) -> float:
+        kernel, count = load
+        for _ in range(count):
+            kernel()
         starts, ends = [], []
         for stream, copy in directions:
             with torch.cuda.stream(stream):
@@ -484,32 +495,39 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
         main.wait_stream(link.d2h_stream)
         main.wait_stream(link.h2d_stream)
         dev.synchronize()
-        first = starts[0]
-        return max(first.elapsed_time(end) for end in ends) * 1e-3
+        return max(starts[0].elapsed_time(end) for end in ends) * 1e-3
 
     d2h = [(link.d2h_stream, link.d2h(n))]
     h2d = [(link.h2d_stream, link.h2d(n))]
-    samples: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
-    repeats = max(2, plan.repeats - 1)
-    round_trip(d2h + h2d)  # warm-up
-    for _ in range(repeats):
-        samples["d2h"].append(round_trip(d2h))
-        samples["h2d"].append(round_trip(h2d))
-        samples["both_ways"].append(round_trip(d2h + h2d))
     moved = copies * n
+    repeats = max(2, plan.repeats - 1)
+    details: Dict[str, Any] = {}
+    rates: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
+    for load_name, load in loads.items():
+        round_trip(load, d2h + h2d)  # warm-up
+        samples: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
+        for _ in range(repeats):
+            samples["d2h"].append(round_trip(load, d2h))
+            samples["h2d"].append(round_trip(load, h2d))
+            samples["both_ways"].append(round_trip(load, d2h + h2d))
+        for key, values in samples.items():
+            total = moved * (2 if key == "both_ways" else 1)
+            rates[key].append(total / statistics.median(values) / 1e9)
+        details[load_name] = {key: _stats(value) for key, value in samples.items()}
+        details[load_name]["kernels_queued_per_round"] = load[1]
     profile = {
-        "d2h_GBps": moved / statistics.median(samples["d2h"]) / 1e9,
-        "h2d_GBps": moved / statistics.median(samples["h2d"]) / 1e9,
-        "both_ways_GBps": 2 * moved / statistics.median(samples["both_ways"]) / 1e9,
+        "d2h_GBps": min(rates["d2h"]),
+        "h2d_GBps": min(rates["h2d"]),
+        "both_ways_GBps": min(rates["both_ways"]),
     }
-    details = {key: _stats(value) for key, value in samples.items()}
     details.update(
         bytes_per_direction=moved,
-        gemms_queued_per_round=gemms,
         method=("copies of bytes_per_direction (in 4 copies) on the copy "
-                "streams while the compute stream runs bf16 8192x4096x14336 "
-                "GEMMs queued first; rate = bytes / median time from the "
-                "first copy's start to the last one's end"))
+                "streams while the compute stream runs kernels queued first: "
+                "bf16 8192x4096x14336 GEMMs, or bf16 adds of 512 MiB "
+                "operands; rate = bytes / median time from the first copy's "
+                "start to the last one's end; the profile takes the lower "
+                "rate of the two loads"))
     return profile, details
 
 
