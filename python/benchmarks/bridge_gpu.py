@@ -66,14 +66,15 @@ def run_one(args: argparse.Namespace) -> dict:
     # measurements (docs/profiles/h100-measured.json) instead of the default.
     # `<config>+calibrated`: plan with $BENCH_CALIBRATED_PROFILE, the profile
     # `python -m offload_mlir.calibrate` wrote on this machine.
-    profile = None
-    base_config = config
-    if config.endswith("+calibrated"):
-        base_config = config[: -len("+calibrated")]
-        profile = os.environ["BENCH_CALIBRATED_PROFILE"]
-    if config.endswith("+measured"):
-        base_config = config[: -len("+measured")]
-        profile = os.path.join(os.path.dirname(_PYTHON), "docs", "profiles", "h100-measured.json")
+    profiles = {
+        "+measured": lambda: os.path.join(os.path.dirname(_PYTHON), "docs", "profiles",
+                                          "h100-measured.json"),
+        "+calibrated": lambda: os.environ["BENCH_CALIBRATED_PROFILE"],
+    }
+    profile, base_config = None, config
+    for suffix, path in profiles.items():
+        if config.endswith(suffix):
+            profile, base_config = path(), config[: -len(suffix)]
     kw = {"device_profile": profile} if profile else {}
     config_name, config = config, base_config
     if config == "inductor":

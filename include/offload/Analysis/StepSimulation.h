@@ -153,8 +153,6 @@ public:
   int64_t getLinkBytes(unsigned link) const { return links[link].bytes; }
   int getLinkBuffer(unsigned link) const { return links[link].buffer; }
   int64_t getBufferBytes(unsigned buffer) const { return buffers[buffer].bytes; }
-  /// Compute-only start time of each op (no stalls).
-  ArrayRef<double> getComputeStartTimes() const { return startTimes; }
 
 private:
   StepModel() = default;
