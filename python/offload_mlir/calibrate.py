@@ -1018,9 +1018,9 @@ def run_calibration(torch, device: str, quick: bool, name: Optional[str],
 
 # What each written key measured, for the table on stderr.
 _HOW = {
-    "d2h_GBps": "pinned device->host copy (GPU running GEMMs)",
-    "h2d_GBps": "pinned host->device copy (GPU running GEMMs)",
-    "both_ways_GBps": "both at once, total bytes / time (GEMMs)",
+    "d2h_GBps": "pinned device->host copy, GPU busy (lower of GEMMs, adds)",
+    "h2d_GBps": "pinned host->device copy, GPU busy (lower of GEMMs, adds)",
+    "both_ways_GBps": "both at once, total bytes / time, GPU busy",
     "copy_latency_us": "per-copy latency (fit over sizes)",
     "bf16_TFLOPs": "training-shape GEMMs, FLOP-weighted",
     "f16_TFLOPs": "training-shape GEMMs, FLOP-weighted",
