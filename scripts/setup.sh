@@ -23,12 +23,14 @@ if [ "${SKIP_APT:-0}" != 1 ] && need_packages; then
 fi
 
 # The PyTorch bridge: torch pinned to the GPU machine's version (its CMake
-# config builds the copy ops), numpy, and pytest for the Python tests.
+# config builds the copy ops), numpy, pytest for the Python tests, and
+# matplotlib for the benchmark's plot (python -m offload_mlir.bench).
 TORCH_VERSION=2.11.0
 if [ "${SKIP_PIP:-0}" != 1 ]; then
   python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null ||
     python3 -m pip install --quiet "torch==$TORCH_VERSION"
-  python3 -c "import numpy, pytest" 2>/dev/null || python3 -m pip install --quiet numpy pytest
+  python3 -c "import numpy, pytest, matplotlib" 2>/dev/null ||
+    python3 -m pip install --quiet numpy pytest matplotlib
 fi
 
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then

@@ -219,9 +219,16 @@ class LlamaLM(nn.Module):
         if tie_embeddings:
             self.head.weight = self.embed.weight
 
-    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        x = self.stack(self.embed(tokens))
-        logits = self.head(self.norm(x))
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(self.stack(self.embed(tokens))))
+
+    @staticmethod
+    def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(
             logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1)
         )
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        # Split in two so that a caller can wrap only the model, not the loss,
+        # in a saved-tensor hook (as torchtune's recipes do).
+        return self.loss(self.logits(tokens), targets)

@@ -2,7 +2,9 @@
 # Runs the PyTorch bridge on the GPU machine, with the libraries built on the
 # development machine and staged into python/offload_mlir/_lib
 # (scripts/stage-python.sh; carry that folder). Writes logs and results to
-# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [smoke] [csan] [bench]
+# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [smoke] [csan] [bench] [peers]
+# `peers` runs python -m offload_mlir.bench (PEERS_CONFIG, PEERS_ROWS, PEERS_ARGS;
+# carry bench-deps/ from scripts/fetch-bench-deps.sh for its torchtune row).
 # `calibrate` writes $OUT/h100-calibrated.json (and its .details.json); a later
 # `bench` plans its `<config>+calibrated` rows with it (with CALIBRATE_INSTALL=1,
 # every row: it replaces the packaged profile the bridge uses on an H100). BENCH_DUMP=1 keeps the exported IR of each graph.
@@ -33,6 +35,12 @@ for stage in $stages; do
     bench) [ "${BENCH_DUMP:-0}" = 1 ] && export OFFLOAD_MLIR_DUMP_DIR="$OUT/ir"
            python3 $B --configs "${BENCH_CONFIGS:-inductor,hidden,all,budget=0.75}" \
              --layers "${BENCH_LAYERS:-2}" --out "$OUT/bridge-h100" 2>&1 | tee "$OUT/bench.log" ;;
+    peers) export OFFLOAD_MLIR_TORCHTUNE=$(ls bench-deps/torchtune-*.whl 2>/dev/null | head -1)
+           cfg=${PEERS_CONFIG:-bf16x8}
+           [ "${BENCH_DUMP:-0}" = 1 ] && export OFFLOAD_MLIR_DUMP_DIR="$OUT/ir-$cfg"
+           PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
+             ${PEERS_ROWS:+--rows "$PEERS_ROWS"} ${PEERS_ARGS:-} --out "$OUT/peers-$cfg" \
+             2>&1 | tee "$OUT/peers-$cfg.log" ;;
   esac
 done
 rm -f "$OUT"/*.md "$OUT"/smoke.log  # the .json files hold the same figures

@@ -1,0 +1,906 @@
+"""`python -m offload_mlir.bench`: offload-mlir against the other ways of
+training a model whose activations do not fit, side by side in one run.
+
+    python -m offload_mlir.bench --config bf16x8 --out docs/benchmarks/peers-bf16x8
+    python -m offload_mlir.bench --config fp32x9 --rows compile,offload-mlir
+    python -m offload_mlir.bench --plot-from docs/benchmarks/peers-bf16x8.json
+    python -m offload_mlir.bench --merge a.json b.json --out docs/benchmarks/peers-bf16x8
+
+The model is `offload_mlir.models.LlamaLM` with Llama-3-8B shapes (hidden
+4096, MLP 14336, 32 heads, 8 KV heads, vocab 128256), 8 x 1024 tokens: the
+whole step is forward, cross-entropy and backward (`--optimizer adamw` adds
+an AdamW step). `--config bf16x8` has 8 bf16 layers, `fp32x9` 9 fp32 layers.
+
+Each row runs in its own process (so each peak is its own), from the same
+seed, parameters and data, with `torch.use_deterministic_algorithms(True)`
+unless `--no-deterministic`. Rows (`--rows`, comma-separated):
+
+    eager                  no offloading, eager
+    compile                no offloading, torch.compile (Inductor)
+    checkpoint             per-layer torch.utils.checkpoint (non-reentrant), eager
+    checkpoint-compile     the same under torch.compile
+    torch-offload          PyTorch's compiler-level offloading
+                           (torch._functorch.config.enable_activation_offloading,
+                           every node marked should_offload), synchronous
+    torch-offload-stream   the same on a separate stream, with wait sinking;
+                           `:prefetch=1` adds reload prefetch, whose reordering
+                           benchmarks kernels, which Inductor refuses in
+                           deterministic mode: that row runs non-deterministic
+    torchtune              torchtune's OffloadActivations with streams, output
+                           head opted out, loss outside (as its recipes do), eager
+    layer-group[=K]        a layer-group offloader in the manner of Megatron-Core
+                           and Transformer Engine (below), offloading layers
+                           0..K-1 (default: all but the last), eager
+    offload-mlir[:k=v...]  torch.compile(backend=offload_mlir.backend(...)), with
+                           `plan=`, `budget=`, `schedule=`, `min_bytes=` passed
+                           to the backend and `amb=` setting Inductor's
+                           recompute budget (activation_memory_budget)
+    compile:amb=X          torch.compile with that recompute budget alone
+
+Eager rows are compared with `eager` and compiled rows with `compile`, each
+for step time, peak memory and gradients (bit for bit, through a position-
+weighted checksum of every gradient's bits, and every loss). Figures per row:
+median step time after `--warmup` steps, peak allocated GPU memory
+(`torch.cuda.max_memory_allocated`), pinned host bytes, peak host RSS, bytes
+moved each way and the exposed copy time, both from a torch.profiler trace of
+one more step (copy time during which no kernel ran), and for offload-mlir
+rows the planner's predicted step time and peak.
+
+Writes `<out>.json` (every figure, rewritten after each row so a cut-off run
+keeps what finished), `<out>.md` (the table) and `<out>.png` (peak memory
+against step time; needs matplotlib, else `--plot-from` draws it later).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+GiB = 2**30
+MiB = 2**20
+
+# Llama-3-8B's shapes, and the two configurations of the benchmark.
+CONFIGS = {
+    "bf16x8": {"dtype": "bf16", "layers": 8},
+    "fp32x9": {"dtype": "f32", "layers": 9},
+    # A toy of the same structure, for the CPU test of the benchmark itself.
+    "tiny": {"dtype": "f32", "layers": 3, "hidden": 64, "heads": 4, "kv_heads": 2,
+             "ffn": 128, "vocab": 512, "batch": 2, "seq": 32},
+}
+MODEL_DEFAULTS = {"hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336,
+                  "vocab": 128256, "batch": 8, "seq": 1024}
+
+DEFAULT_ROWS = ("eager,compile,checkpoint,checkpoint-compile,torch-offload,"
+                "torch-offload-stream,torchtune,layer-group,offload-mlir,"
+                "offload-mlir:plan=all,offload-mlir:budget=0.9,offload-mlir:budget=0.75,"
+                "offload-mlir:budget=0.6,compile:amb=0.5,offload-mlir:amb=0.5")
+
+
+# ---------------------------------------------------------------------------
+# Rows
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Row:
+    name: str
+    family: str  # eager, compile, checkpoint, torch-offload, torchtune, layer-group, offload-mlir
+    compiled: bool
+    options: dict[str, str]
+    needs_cuda: bool = False
+
+    @property
+    def baseline(self) -> str:
+        return "compile" if self.compiled else "eager"
+
+
+_FAMILIES = {
+    # name: (compiled, needs CUDA, options it takes)
+    "eager": (False, False, ()),
+    "compile": (True, False, ("amb",)),
+    "checkpoint": (False, False, ()),
+    "checkpoint-compile": (True, False, ()),
+    "torch-offload": (True, True, ()),
+    "torch-offload-stream": (True, True, ("prefetch",)),
+    "torchtune": (False, True, ()),
+    "layer-group": (False, False, ("layers", "min_bytes")),
+    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb")),
+}
+
+
+def parse_row(spec: str) -> Row:
+    """`family[:key=value...]`, or `layer-group=K`."""
+    spec = spec.strip()
+    family, *opts = spec.split(":")
+    options: dict[str, str] = {}
+    if family.startswith("layer-group="):
+        family, options["layers"] = family.split("=", 1)
+    if family not in _FAMILIES:
+        raise ValueError(f"unknown row {spec!r}; rows: {', '.join(_FAMILIES)}")
+    compiled, needs_cuda, allowed = _FAMILIES[family]
+    for opt in opts:
+        key, eq, value = opt.partition("=")
+        if not eq or key not in allowed:
+            raise ValueError(f"row {spec!r}: {family} takes "
+                             f"{', '.join(k + '=' for k in allowed) or 'no options'}")
+        options[key] = value
+    return Row(spec, family, compiled, options, needs_cuda)
+
+
+def _offload_mlir_backend(row: Row):
+    import offload_mlir
+
+    kw: dict[str, Any] = {}
+    for key in ("plan", "min_bytes", "schedule", "budget"):
+        if key not in row.options:
+            continue
+        value: Any = row.options[key]
+        if key == "min_bytes":
+            value = int(value)
+        elif key == "schedule":
+            value = value.lower() in ("1", "true", "yes")
+        elif key == "budget":
+            try:
+                value = float(value) if "." in value else int(value)
+            except ValueError:
+                pass  # a size string such as "20GiB"
+        kw[key] = value
+    return offload_mlir.backend(**kw)
+
+
+def _mark_all_for_offload(graph) -> None:
+    # PyTorch's compiler-level offloading moves the saved values whose nodes
+    # are marked; it decides itself which of those it can move.
+    for node in graph.nodes:
+        if node.op == "call_function":
+            node.meta["should_offload"] = True
+
+
+# ---------------------------------------------------------------------------
+# The layer-group offloader: the strongest hand-written peer
+# ---------------------------------------------------------------------------
+
+
+class LayerGroupOffloader:
+    """Offloads each decoder layer's saved tensors as a group, in the manner
+    of Megatron-Core's and Transformer Engine's CPU offloading:
+
+    * a layer's saved tensors (not parameters, not under `min_bytes`) are
+      copied to pinned host memory on a D2H stream as they are saved; the
+      compute stream goes on, and the allocator gets each source back once
+      its copy is done (`record_stream`);
+    * the pinned buffers are a pool reused from step to step;
+    * the last layer's tensors stay on the GPU, since backward needs them
+      first;
+    * backward prefetches one layer ahead: when it reaches layer i, the
+      copies of layer i-1 start on an H2D stream (after that layer's D2H
+      copies end), into memory allocated on the compute stream, which waits
+      for each copy only where it is used.
+
+    On a CPU device the copies are plain copies into host tensors, so the
+    bookkeeping is exercised without a GPU.
+    """
+
+    def __init__(self, model, offload_layers: int | None = None, min_bytes: int = 1 << 20):
+        import torch
+
+        self.torch = torch
+        layers = list(model.stack.layers)
+        n = len(layers) - 1 if offload_layers is None else offload_layers
+        self.offloaded_layers = set(range(max(0, min(n, len(layers)))))
+        self.min_bytes = min_bytes
+        self.param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        self.cuda = next(model.parameters()).is_cuda
+        if self.cuda:
+            self.d2h = torch.cuda.Stream()
+            self.h2d = torch.cuda.Stream()
+        self.pool: dict[tuple[int, int], Any] = {}
+        self.current: int | None = None
+        self.counts: dict[int, int] = {}
+        self.loaded: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self.offloaded_events: dict[tuple[int, int], Any] = {}
+        self.prefetched: set[int] = set()
+        self.d2h_bytes = self.h2d_bytes = 0
+        for i, layer in enumerate(layers):
+            layer.register_forward_pre_hook(lambda m, a, i=i: self._enter(i))
+            layer.register_forward_hook(lambda m, a, o: self._leave(), always_call=True)
+        self.hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+
+    def _enter(self, i: int) -> None:
+        if i == 0:  # a new step
+            self.counts.clear()
+            self.prefetched.clear()
+            self.loaded.clear()
+        self.current = i
+
+    def _leave(self) -> None:
+        self.current = None
+
+    def _pack(self, t):
+        i = self.current
+        if i is None:
+            return (None, t)
+        if (i not in self.offloaded_layers or t.device.type == "meta"
+                or t.untyped_storage().data_ptr() in self.param_storages
+                or t.numel() * t.element_size() < self.min_bytes):
+            return (i, t)  # kept, but it tells backward which layer it is in
+        slot = (i, self.counts.get(i, 0))
+        self.counts[i] = slot[1] + 1
+        torch = self.torch
+        buf = self.pool.get(slot)
+        if buf is None or buf.shape != t.shape or buf.stride() != t.stride() or buf.dtype != t.dtype:
+            buf = torch.empty_like(t, device="cpu", pin_memory=self.cuda)
+            self.pool[slot] = buf
+        if self.cuda:
+            self.d2h.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.d2h):
+                buf.copy_(t, non_blocking=True)
+                # Its load must not read the pinned buffer before this copy
+                # ends: with everything but one layer offloaded, the D2H
+                # stream runs far behind forward.
+                self.offloaded_events[slot] = torch.cuda.Event()
+                self.offloaded_events[slot].record()
+            t.record_stream(self.d2h)
+        else:
+            buf.copy_(t)
+        self.d2h_bytes += t.numel() * t.element_size()
+        return (i, slot)
+
+    def _load_layer(self, i: int) -> None:
+        if i in self.prefetched or i not in self.offloaded_layers:
+            return
+        self.prefetched.add(i)
+        torch = self.torch
+        for k in range(self.counts.get(i, 0)):
+            buf = self.pool[(i, k)]
+            dev = torch.empty_like(buf, device="cuda" if self.cuda else "cpu")
+            event = None
+            if self.cuda:
+                self.h2d.wait_stream(torch.cuda.current_stream())
+                self.h2d.wait_event(self.offloaded_events.pop((i, k)))
+                with torch.cuda.stream(self.h2d):
+                    dev.copy_(buf, non_blocking=True)
+                    event = torch.cuda.Event()
+                    event.record()
+                # Freed unread (not in this model), it still waits for its copy.
+                dev.record_stream(self.h2d)
+            else:
+                dev.copy_(buf)
+            self.h2d_bytes += buf.numel() * buf.element_size()
+            self.loaded[(i, k)] = (dev, event)
+
+    def _unpack(self, packed):
+        i, payload = packed
+        if i is None:
+            return payload
+        # Backward reached layer i: its own copies (normally started one
+        # layer earlier) and the next layer's.
+        self._load_layer(i)
+        self._load_layer(i - 1)
+        if not isinstance(payload, tuple):
+            return payload
+        dev, event = self.loaded.pop(payload)
+        if event is not None:
+            self.torch.cuda.current_stream().wait_event(event)
+        return dev
+
+
+def _torchtune_offloader(model):
+    """torchtune's `OffloadActivations` and `NoOpManager`, from torchtune's
+    wheel (`OFFLOAD_MLIR_TORCHTUNE`, a .whl or a directory holding
+    `torchtune/`). The module's code runs unchanged; only its imports that
+    the GPU machine cannot satisfy without a package registry (torchao for an
+    NF4 type check, torchtune.modules, torchtune.utils' logger, and psutil if
+    absent) are stood in for."""
+    import importlib.util
+    import logging
+    import types
+    import zipfile
+
+    source = os.environ.get("OFFLOAD_MLIR_TORCHTUNE", "")
+    member = "torchtune/training/_activation_offloading.py"
+    if source.endswith(".whl"):
+        with zipfile.ZipFile(source) as z:
+            code = z.read(member).decode()
+    elif source:
+        with open(os.path.join(source, member)) as f:
+            code = f.read()
+    else:
+        raise RuntimeError("set OFFLOAD_MLIR_TORCHTUNE to torchtune's wheel "
+                           "(scripts/fetch-bench-deps.sh downloads it)")
+
+    stubs = {}
+
+    def stub(name, **attrs):
+        if name in sys.modules:
+            return
+        mod = types.ModuleType(name)
+        mod.__dict__.update(attrs)
+        stubs[name] = mod
+
+    class _NoNF4:  # torchao's NF4Tensor: never matches a plain tensor
+        pass
+
+    class _NoTiedLinear:
+        pass
+
+    stub("torchao")
+    stub("torchao.dtypes")
+    stub("torchao.dtypes.nf4tensor", NF4Tensor=_NoNF4)
+    stub("torchtune")
+    stub("torchtune.modules", TiedLinear=_NoTiedLinear)
+    stub("torchtune.utils", get_logger=lambda level="INFO": logging.getLogger("torchtune"))
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        def virtual_memory():
+            info = {}
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    k, v = line.split(":", 1)
+                    info[k] = int(v.split()[0])
+            used = 1 - info["MemAvailable"] / info["MemTotal"]
+            return types.SimpleNamespace(percent=100 * used)
+
+        stub("psutil", virtual_memory=virtual_memory)
+    sys.modules.update(stubs)
+    mod = types.ModuleType("torchtune_activation_offloading")
+    exec(compile(code, f"{source}/{member}", "exec"), mod.__dict__)
+    ctx = mod.OffloadActivations(use_streams=True)
+    # torchtune's get_act_offloading_ctx_manager opts the output head out.
+    noop = mod.NoOpManager()
+    model.head.register_forward_pre_hook(lambda *a: noop.__enter__())
+    model.head.register_forward_hook(lambda *a: noop.__exit__(), always_call=True)
+    return ctx
+
+
+# ---------------------------------------------------------------------------
+# One row, in its own process
+# ---------------------------------------------------------------------------
+
+
+def _grad_checksum(torch, t) -> list:
+    """Position-weighted sum of the gradient's bits, and its float64 sum:
+    equal checksums mean equal bits (up to a collision)."""
+    flat = t.detach().reshape(-1)
+    bits = flat.view({1: torch.int8, 2: torch.int16, 4: torch.int32,
+                      8: torch.int64}[flat.element_size()])
+    total, chunk = 0, 1 << 24
+    for start in range(0, bits.numel(), chunk):
+        part = bits[start:start + chunk].to(torch.int64)
+        weight = torch.arange(start, start + part.numel(), device=part.device,
+                              dtype=torch.int64) % 1000003 + 1
+        total += int((part * weight).sum().item())
+    return [total & 0xFFFFFFFFFFFFFFFF, float(flat.double().sum().item())]
+
+
+def _peak_rss_bytes() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _trace_figures(path: str) -> dict:
+    """Bytes copied each way and the copy time no kernel overlapped, from a
+    torch.profiler chrome trace of one step."""
+    with open(path) as f:
+        events = json.load(f).get("traceEvents", [])
+    kernels, copies = [], []
+    d2h = h2d = 0
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        cat, name = e.get("cat", ""), e.get("name", "")
+        start, dur = float(e.get("ts", 0)), float(e.get("dur", 0))
+        if cat == "kernel":
+            kernels.append((start, start + dur))
+        elif cat == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
+            copies.append((start, start + dur))
+            n = int((e.get("args") or {}).get("bytes", 0))
+            if "DtoH" in name:
+                d2h += n
+            else:
+                h2d += n
+    return {"d2h_bytes": d2h, "h2d_bytes": h2d,
+            "copy_seconds": _union_length(copies) * 1e-6,
+            "exposed_copy_seconds": _uncovered_length(copies, kernels) * 1e-6}
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def _union_length(intervals) -> float:
+    return sum(b - a for a, b in _merge(intervals))
+
+
+def _uncovered_length(intervals, cover) -> float:
+    """Length of the union of `intervals` not inside the union of `cover`."""
+    cover = _merge(cover)
+    total, j = 0.0, 0
+    for a, b in _merge(intervals):
+        covered = 0.0
+        while j < len(cover) and cover[j][1] <= a:
+            j += 1
+        k = j
+        while k < len(cover) and cover[k][0] < b:
+            covered += min(b, cover[k][1]) - max(a, cover[k][0])
+            k += 1
+        total += (b - a) - covered
+    return total
+
+
+def run_row(args: argparse.Namespace, row: Row) -> dict:
+    import torch
+
+    from offload_mlir import models
+
+    device = args.device
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    # torch-offload-stream's prefetch benchmarks kernels while compiling,
+    # which deterministic Inductor refuses.
+    deterministic = args.deterministic and "prefetch" not in row.options
+    if deterministic:
+        torch.use_deterministic_algorithms(True)
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    cfg = models.LlamaConfig(hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
+                             ffn=args.ffn)
+    torch.manual_seed(0)
+    model = models.LlamaLM(cfg, args.layers, args.seq, args.vocab, device=device, dtype=dtype)
+    opt = (torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+           if args.optimizer == "adamw" else None)
+
+    fam, o = row.family, row.options
+    if fam in ("checkpoint", "checkpoint-compile"):
+        from torch.utils.checkpoint import checkpoint
+
+        for layer in model.stack.layers:
+            layer.forward = (lambda f: lambda *a: checkpoint(f, *a, use_reentrant=False))(
+                layer.forward)
+    if "amb" in o:
+        torch._functorch.config.activation_memory_budget = float(o["amb"])
+    if fam.startswith("torch-offload"):
+        torch._functorch.config.enable_activation_offloading = True
+        torch._inductor.config.joint_custom_post_pass = _mark_all_for_offload
+        if fam == "torch-offload-stream":
+            torch._functorch.config.activation_offload_separate_stream = True
+            torch._functorch.config.activation_offload_sink_wait = True
+            torch._functorch.config.activation_reload_prefetch = "prefetch" in o
+
+    hooks: Any = contextlib.nullcontext()
+    offloader = None
+    if fam == "layer-group":
+        offloader = LayerGroupOffloader(model, int(o["layers"]) if "layers" in o else None,
+                                        int(o.get("min_bytes", 1 << 20)))
+        hooks = offloader.hooks
+    elif fam == "torchtune":
+        hooks = _torchtune_offloader(model)
+
+    if row.compiled:
+        backend = _offload_mlir_backend(row) if fam == "offload-mlir" else "inductor"
+        compiled = torch.compile(model, backend=backend, dynamic=False)
+
+        def forward(tokens, targets):
+            return compiled(tokens, targets)
+    else:
+        def forward(tokens, targets):
+            with hooks:
+                logits = model.logits(tokens)
+            return model.loss(logits, targets)
+
+    if fam == "offload-mlir":
+        import offload_mlir
+
+    g = torch.Generator().manual_seed(1)
+    data = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=g).to(device)
+            for _ in range(2)]
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def step(i: int):
+        tokens = data[i % 2]
+        for p in model.parameters():
+            p.grad = None
+        sync()
+        t0 = time.perf_counter()
+        loss = forward(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+        if opt is not None:
+            opt.step()
+        sync()
+        return time.perf_counter() - t0, loss
+
+    times, losses, first_step_s = [], [], 0.0
+    peak = 0
+    for i in range(args.warmup + args.steps):
+        if i == args.warmup and fam == "offload-mlir":
+            offload_mlir.reset_runtime_stats()
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        dt, loss = step(i)
+        losses.append(loss.item())
+        if i == 0:
+            first_step_s = dt
+        if i >= args.warmup:
+            times.append(dt)
+            if device == "cuda":
+                peak = max(peak, torch.cuda.max_memory_allocated())
+    result: dict[str, Any] = {
+        "row": row.name, "family": fam, "compiled": row.compiled, "baseline": row.baseline,
+        "step_s_median": statistics.median(times), "step_s_all": times,
+        "first_step_s": first_step_s, "peak_allocated_bytes": peak, "losses": losses,
+        "deterministic": deterministic,
+        "grad_checksums": {n: _grad_checksum(torch, p.grad)
+                           for n, p in model.named_parameters() if p.grad is not None},
+    }
+    if fam == "offload-mlir":
+        rt = offload_mlir.runtime_stats()
+        n = args.steps
+        result["runtime_per_step"] = {
+            "d2h_bytes": rt["d2h_bytes"] / n, "h2d_bytes": rt["h2d_bytes"] / n,
+            "exposed_wait_seconds": rt["exposed_wait_seconds"] / n,
+            "pinned_peak_bytes": rt["pinned_peak_bytes"]}
+        rep = offload_mlir.last_report() or {}
+        result["fallback"] = rep.get("fallback")
+        result["offloaded"] = len(rep.get("offloaded") or [])
+        steps = ((rep.get("pipeline") or {}).get("steps")) or []
+        if steps:
+            result["predicted"] = steps[0].get("predicted")
+    if offloader is not None:
+        result["runtime_per_step"] = {
+            "d2h_bytes": offloader.d2h_bytes / (args.warmup + args.steps),
+            "h2d_bytes": offloader.h2d_bytes / (args.warmup + args.steps)}
+
+    # One more step under the profiler, for the copies and what hid them.
+    if device == "cuda" and not args.no_profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step(args.warmup + args.steps)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(path)
+            result["trace"] = _trace_figures(path)
+    pinned = (result.get("runtime_per_step") or {}).get("pinned_peak_bytes", 0)
+    if device == "cuda":
+        stats = torch.cuda.host_memory_stats()
+        host_peak = max((v for k, v in stats.items()
+                         if "allocated_bytes" in k and "peak" in k), default=0)
+        pinned = max(pinned, host_peak, sum(b.numel() * b.element_size()
+                                            for b in (offloader.pool.values() if offloader else [])))
+    result["pinned_bytes"] = pinned
+    result["host_rss_peak_bytes"] = _peak_rss_bytes()
+    return result
+
+
+# ---------------------------------------------------------------------------
+# The parent: one process per row, comparison, outputs
+# ---------------------------------------------------------------------------
+
+
+def compare(base: dict, other: dict) -> dict:
+    if len(base["losses"]) != len(other["losses"]):
+        # The checksums are of the last step's gradients, so of other data.
+        return {"comparable": False, "reason": "different step counts"}
+    a, b = base["grad_checksums"], other["grad_checksums"]
+    differ = sorted(n for n in a if a[n] != b.get(n))
+    return {"losses_identical": base["losses"] == other["losses"],
+            "grads_identical": not differ and set(a) == set(b),
+            "grads_differing": differ[:8], "num_grads": len(a)}
+
+
+def _failure_reason(stderr: str) -> str:
+    """The exception's own line, not the traceback's closing advice."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    errors = [l for l in lines if "Error:" in l or "Exception:" in l]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def _fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return ""
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _moved(r: dict) -> tuple[float, float]:
+    t = r.get("trace") or {}
+    rt = r.get("runtime_per_step") or {}
+    return (t.get("d2h_bytes", rt.get("d2h_bytes", 0)), t.get("h2d_bytes", rt.get("h2d_bytes", 0)))
+
+
+def table(doc: dict) -> str:
+    results = doc["results"]
+    merged = "merged_from" in doc
+
+    def baseline_of(r):
+        ok = [b for b in results if b["row"] == r["baseline"] and "error" not in b]
+        same = [b for b in ok if b.get("run") == r.get("run")]
+        return (same or ok or [None])[0], bool(same)
+
+    lines = [
+        "| row | step (median) | vs baseline | peak allocated | vs baseline | pinned host | "
+        "host RSS peak | D2H / H2D per step | exposed copy | gradients | predicted step / peak |"
+        + (" run |" if merged else ""),
+        "| --- " * (12 if merged else 11) + "|"]
+    other_run = False
+    for r in results:
+        run = f" {r.get('run', '')} |" if merged else ""
+        if "error" in r:
+            reason = (_failure_reason(r["stderr_tail"]) if r.get("stderr_tail")
+                      else r.get("reason", ""))
+            lines.append(f"| {r['row']} | {r.get('status', 'failed')}: "
+                         f"{reason[:160].replace('|', '/')} |" + " |" * 9 + run)
+            continue
+        base, same_run = baseline_of(r)
+        ratio = dmem = ""
+        if base and base is not r:
+            mark = "" if same_run else "*"
+            other_run = other_run or not same_run
+            ratio = f"{r['step_s_median'] / base['step_s_median']:.3f}x{mark}"
+            delta = r["peak_allocated_bytes"] - base["peak_allocated_bytes"]
+            dmem = ("+" if delta >= 0 else "-") + _fmt_bytes(abs(delta)) + mark
+        cmp_ = r.get("vs_baseline")
+        if cmp_ is None:
+            grads = "" if base is r or not base else "not compared (baseline in another run)"
+        elif not cmp_.get("comparable", True):
+            grads = f"not compared ({cmp_['reason']})"
+        elif cmp_["losses_identical"] and cmp_["grads_identical"]:
+            grads = "identical"
+        else:
+            grads = (f"DIFFER ({len(cmp_['grads_differing'])}+ tensors"
+                     f"{', loss differs' if not cmp_['losses_identical'] else ''})")
+        d2h, h2d = _moved(r)
+        exposed = (r.get("trace") or {}).get("exposed_copy_seconds")
+        pred = r.get("predicted") or {}
+        pred_s = ""
+        if pred:
+            pred_s = (f"{pred['step_seconds_after'] * 1e3:.1f} ms / "
+                      f"{_fmt_bytes(pred['peak_bytes_after'])}")
+        if r.get("fallback"):
+            why = r["fallback"].split("error: ", 1)[-1].splitlines()[0]
+            pred_s += f"fallback, untransformed: {why[:160]}"
+        lines.append(
+            f"| {r['row']} | {r['step_s_median'] * 1e3:.1f} ms | {ratio} | "
+            f"{_fmt_bytes(r['peak_allocated_bytes'])} | {dmem} | "
+            f"{_fmt_bytes(r.get('pinned_bytes'))} | {_fmt_bytes(r.get('host_rss_peak_bytes'))} | "
+            f"{_fmt_bytes(d2h)} / {_fmt_bytes(h2d)} | "
+            f"{'' if exposed is None else f'{exposed * 1e3:.1f} ms'} | {grads} | {pred_s} |{run}")
+    a = doc["args"]
+    head = (f"{a['config']}: {a['layers']} layers, {a['dtype']}, batch {a['batch']} x "
+            f"{a['seq']}, optimizer {a['optimizer']}, deterministic {a['deterministic']}, "
+            f"{doc.get('device_name', a['device'])}, torch {doc.get('torch', '')}\n\n")
+    foot = ("\n\\* against the baseline of another run (same machine kind, another "
+            "process).\n" if other_run else "")
+    return head + "\n".join(lines) + "\n" + foot
+
+
+def plot(doc: dict, path: str) -> bool:
+    """Peak allocated memory against step time, one point per row, with
+    offload-mlir's rows joined as a frontier. False if matplotlib is absent."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ok, seen = [], set()
+    for r in doc["results"]:  # one point per row: the first run's
+        if "error" not in r and not r.get("superseded") and r["row"] not in seen:
+            seen.add(r["row"])
+            ok.append(r)
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    # A fallback row ran untransformed: it is the compile baseline again.
+    ok = [r for r in ok if not r.get("fallback")]
+    placed: list[tuple[float, float]] = []
+    for r in ok:
+        ours = r["family"] == "offload-mlir"
+        x, y = r["step_s_median"] * 1e3, r["peak_allocated_bytes"] / GiB
+        ax.scatter(x, y, marker="o" if r["compiled"] else "s",
+                   color="tab:red" if ours else "tab:gray", zorder=3)
+        # Labels of points that nearly coincide are stacked, not overprinted.
+        near = sum(1 for px, py in placed if abs(px - x) < 40 and abs(py - y) < 0.4)
+        placed.append((x, y))
+        ax.annotate(r["row"], (x, y), fontsize=7, xytext=(5, 3 - 9 * near),
+                    textcoords="offset points")
+    ours = sorted(((r["step_s_median"] * 1e3, r["peak_allocated_bytes"] / GiB)
+                   for r in ok if r["family"] == "offload-mlir"))
+    frontier, best = [], float("inf")
+    for x, y in ours:  # the points no other offload-mlir point beats on both axes
+        if y < best:
+            frontier.append((x, y))
+            best = y
+    if len(frontier) > 1:
+        ax.plot(*zip(*frontier), color="tab:red", zorder=2, label="offload-mlir frontier")
+        ax.legend(loc="upper right")
+    a = doc["args"]
+    ax.set_xlabel("median step time (ms)")
+    ax.set_ylabel("peak allocated GPU memory (GiB)")
+    ax.set_title(f"{a['config']} ({a['layers']} layers, {a['dtype']}), "
+                 f"{doc.get('device_name', a['device'])}; squares eager, circles compiled",
+                 fontsize=9)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def _write(doc: dict, out: str | None) -> None:
+    if not out:
+        return
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(out + ".md", "w") as f:
+        f.write(table(doc))
+
+
+def _machine(args) -> dict:
+    import torch
+
+    info = {"torch": torch.__version__, "python": sys.version.split()[0]}
+    if args.device == "cuda" and torch.cuda.is_available():
+        info["device_name"] = torch.cuda.get_device_name()
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m offload_mlir.bench",
+                                description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default="bf16x8", choices=sorted(CONFIGS))
+    for key in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", "seq"):
+        p.add_argument("--" + key.replace("_", "-"), type=int, default=None,
+                       help="override the configuration's value")
+    p.add_argument("--dtype", choices=["bf16", "f32"], default=None)
+    p.add_argument("--optimizer", choices=["none", "adamw"], default="none")
+    p.add_argument("--rows", default=DEFAULT_ROWS)
+    p.add_argument("--steps", type=int, default=5, help="timed steps (after warm-up)")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--no-deterministic", dest="deterministic", action="store_false")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip the profiled step (no copy bytes or exposed copy time)")
+    p.add_argument("--row-timeout-s", type=float, default=600)
+    p.add_argument("--out", default=None, help="path prefix for .json, .md and .png")
+    p.add_argument("--plot-from", default=None, metavar="JSON",
+                   help="only draw the PNG (next to JSON) from an earlier run")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="merge the rows of earlier runs into --out (.json, .md, .png); "
+                        "a row in several files is taken from the first")
+    p.add_argument("--row", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.merge:
+        # Rows of several runs of one configuration (the GPU machine limits a
+        # command to 10 minutes), compared again with the merged baselines.
+        docs = []
+        for path in args.merge:
+            with open(path) as f:
+                docs.append(json.load(f))
+        doc = dict(docs[0], results=[], merged_from=[os.path.basename(x) for x in args.merge])
+        for run, d in enumerate(docs, 1):
+            doc["results"].extend(dict(r, run=run) for r in d["results"])
+        for r in doc["results"]:
+            # Gradients and times against the baseline of the same run.
+            r.pop("vs_baseline", None)
+            base = next((b for b in doc["results"] if b["row"] == r.get("baseline")
+                         and b["run"] == r["run"] and "error" not in b), None)
+            if "error" not in r and base is not None and base is not r:
+                r["vs_baseline"] = compare(base, r)
+        _write(doc, args.out)
+        args.plot_from = (args.out + ".json") if args.out else None
+        if not args.out:
+            print(table(doc))
+            return 0
+    if args.plot_from:
+        with open(args.plot_from) as f:
+            doc = json.load(f)
+        prefix = os.path.splitext(args.plot_from)[0]
+        with open(prefix + ".md", "w") as f:
+            f.write(table(doc))
+        if not plot(doc, prefix + ".png"):
+            print("matplotlib is not installed: pip install matplotlib", file=sys.stderr)
+            return 1
+        print(f"wrote {prefix}.md and {prefix}.png")
+        return 0
+
+    config = dict(MODEL_DEFAULTS, **CONFIGS[args.config])
+    for key, value in config.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+    if args.row:
+        result = run_row(args, parse_row(args.row))
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+
+    try:
+        rows = [parse_row(s) for s in args.rows.split(",") if s.strip()]
+    except ValueError as e:
+        p.error(str(e))
+    forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
+    clean, skip = [], False
+    for a in forwarded:  # everything but --rows/--out goes to each child
+        if skip:
+            skip = False
+        elif a in ("--rows", "--out"):
+            skip = True
+        elif not a.startswith(("--rows=", "--out=")):
+            clean.append(a)
+    doc: dict[str, Any] = {"args": vars(args), **_machine(args), "results": []}
+    env = dict(os.environ)
+    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env.get("PYTHONPATH", "")])
+    for row in rows:
+        t0 = time.perf_counter()
+        if row.needs_cuda and args.device != "cuda":
+            doc["results"].append({"row": row.name, "error": True, "status": "skipped",
+                                   "reason": "needs a CUDA device"})
+            continue
+        cmd = [sys.executable, "-m", "offload_mlir.bench", *clean, "--row", row.name]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                  timeout=args.row_timeout_s)
+            stdout, stderr, rc = proc.stdout, proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as e:
+            stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            stderr = (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+            rc = "timeout"
+        line = [l for l in stdout.splitlines() if l.startswith("RESULT ")]
+        if rc != 0 or not line:
+            reason = _failure_reason(stderr) if stderr.strip() else f"exit {rc}"
+            print(f"== {row.name}: failed ({rc}): {reason}\n{stderr[-4000:]}", flush=True)
+            doc["results"].append({"row": row.name, "error": True, "status": "failed",
+                                   "reason": reason, "stderr_tail": stderr[-3000:]})
+            _write(doc, args.out)
+            continue
+        r = json.loads(line[0][len("RESULT "):])
+        r["process_s"] = time.perf_counter() - t0
+        r["warnings"] = [l for l in stderr.splitlines()
+                         if "offload_mlir" in l or "Warning" in l][:10]
+        base = next((b for b in doc["results"]
+                     if b["row"] == r["baseline"] and "error" not in b), None)
+        if base is not None and base is not r:
+            r["vs_baseline"] = compare(base, r)
+        doc["results"].append(r)
+        print(f"== {row.name}: {r['step_s_median'] * 1e3:.1f} ms/step, peak "
+              f"{r['peak_allocated_bytes'] / GiB:.2f} GiB, "
+              f"{r.get('vs_baseline', {})} ({r['process_s']:.0f} s)", flush=True)
+        _write(doc, args.out)
+    _write(doc, args.out)
+    print(table(doc))
+    if args.out and not plot(doc, args.out + ".png"):
+        print(f"(no plot: matplotlib is not installed; run "
+              f"python -m offload_mlir.bench --plot-from {args.out}.json where it is)")
+    return 0 if all(r.get("status") != "failed" for r in doc["results"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

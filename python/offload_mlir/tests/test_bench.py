@@ -1,0 +1,96 @@
+"""`python -m offload_mlir.bench` on the CPU, with the toy configuration:
+each row runs in its own process, the rows that can run without a GPU
+really train, gradients are checked against the right baseline, and the
+outputs (JSON, table, plot, merge) are written. The figures themselves come
+from the H100 (docs/benchmarks/peers.md)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from offload_mlir import bench  # noqa: E402
+
+_PYTHON = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_parse_rows():
+    row = bench.parse_row("offload-mlir:budget=0.75:amb=0.5")
+    assert (row.family, row.compiled, row.baseline) == ("offload-mlir", True, "compile")
+    assert row.options == {"budget": "0.75", "amb": "0.5"}
+    row = bench.parse_row("layer-group=3")
+    assert (row.family, row.options, row.baseline) == ("layer-group", {"layers": "3"}, "eager")
+    assert bench.parse_row("torchtune").needs_cuda
+    for bad in ("nope", "eager:plan=all", "offload-mlir:budget", "checkpoint:amb=0.5"):
+        with pytest.raises(ValueError):
+            bench.parse_row(bad)
+
+
+def test_exposed_copy_time_is_copy_time_no_kernel_covers():
+    copies = [(0, 10), (5, 20), (30, 40)]
+    kernels = [(2, 4), (8, 35)]
+    # Copies cover 0..20 and 30..40; kernels cover 2..4 and 8..35.
+    assert bench._union_length(copies) == 30
+    assert bench._uncovered_length(copies, kernels) == (2 + 4) + 5
+    assert bench._uncovered_length(copies, []) == 30
+
+
+def test_checksum_sees_order_and_bits():
+    a = torch.arange(1000, dtype=torch.float32)
+    assert bench._grad_checksum(torch, a) == bench._grad_checksum(torch, a.clone())
+    assert bench._grad_checksum(torch, a) != bench._grad_checksum(torch, a.flip(0))
+    b = a.clone()
+    b[7] = torch.nextafter(b[7], torch.tensor(1e9))
+    assert bench._grad_checksum(torch, a)[0] != bench._grad_checksum(torch, b)[0]
+
+
+def test_cpu_rows_train_and_compare(tmp_path):
+    capi = pytest.importorskip("offload_mlir.capi")
+    try:
+        capi.version()
+    except Exception as e:  # pragma: no cover - bridge not built
+        pytest.skip(f"bridge libraries not built: {e}")
+    out = tmp_path / "tiny"
+    rows = ("eager,checkpoint,layer-group:min_bytes=0,compile,"
+            "offload-mlir:plan=all:min_bytes=0,torchtune")
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.with_suffix(".json").read_text())
+    rows = {r["row"]: r for r in doc["results"]}
+    assert rows["torchtune"]["status"] == "skipped"  # needs CUDA
+    for name in ("checkpoint", "layer-group:min_bytes=0", "offload-mlir:plan=all:min_bytes=0"):
+        r = rows[name]
+        assert r["baseline"] == ("compile" if r["compiled"] else "eager")
+        assert r["vs_baseline"]["losses_identical"], name
+        assert r["vs_baseline"]["grads_identical"], name
+        assert r["step_s_median"] > 0 and len(r["losses"]) == 3
+    # Bytes really moved, each way, in the two offloading rows.
+    for name in ("layer-group:min_bytes=0", "offload-mlir:plan=all:min_bytes=0"):
+        moved = rows[name]["runtime_per_step"]
+        assert moved["d2h_bytes"] > 0 and moved["h2d_bytes"] > 0, name
+    assert rows["offload-mlir:plan=all:min_bytes=0"]["offloaded"] > 0
+    assert "step_seconds_after" in rows["offload-mlir:plan=all:min_bytes=0"]["predicted"]
+    table = out.with_suffix(".md").read_text()
+    assert "| offload-mlir:plan=all:min_bytes=0 |" in table and "identical" in table
+
+    # Merging two runs keeps both and compares each row with its own run's
+    # baseline.
+    merged = tmp_path / "merged"
+    subprocess.run([sys.executable, "-m", "offload_mlir.bench", "--merge",
+                    str(out.with_suffix(".json")), str(out.with_suffix(".json")),
+                    "--out", str(merged)], cwd=_PYTHON, check=True, capture_output=True)
+    mdoc = json.loads(merged.with_suffix(".json").read_text())
+    assert len(mdoc["results"]) == 2 * len(doc["results"])
+    assert {r["run"] for r in mdoc["results"]} == {1, 2}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert merged.with_suffix(".png").stat().st_size > 10_000
