@@ -394,9 +394,11 @@ def _peak_rss_bytes() -> int:
     return 0
 
 
-def _trace_figures(path: str) -> dict:
+def _trace_figures(path: str, worst: int = 12) -> dict:
     """Bytes copied each way and the copy time no kernel overlapped, from a
-    torch.profiler chrome trace of one step."""
+    torch.profiler chrome trace of one step; and the `worst` longest exposed
+    intervals, each with the copy under it and the kernel that ran next (for
+    placing them against the planner's timeline)."""
     with open(path) as f:
         events = json.load(f).get("traceEvents", [])
     kernels, copies = [], []
@@ -407,17 +409,31 @@ def _trace_figures(path: str) -> dict:
         cat, name = e.get("cat", ""), e.get("name", "")
         start, dur = float(e.get("ts", 0)), float(e.get("dur", 0))
         if cat == "kernel":
-            kernels.append((start, start + dur))
+            kernels.append((start, start + dur, name))
         elif cat == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
-            copies.append((start, start + dur))
             n = int((e.get("args") or {}).get("bytes", 0))
+            copies.append((start, start + dur, "D2H" if "DtoH" in name else "H2D", n))
             if "DtoH" in name:
                 d2h += n
             else:
                 h2d += n
+    kernels.sort()
+    spans = [(a, b) for a, b, *_ in copies]
+    cover = [(a, b) for a, b, _ in kernels]
+    t0 = min([a for a, _ in spans + cover], default=0.0)
+    gaps = []
+    for a, b in _uncovered_intervals(spans, cover):
+        under = [c for c in copies if c[0] < b and c[1] > a]
+        after = next((k[2] for k in kernels if k[0] >= b), "")
+        gaps.append({"at_ms": (a - t0) * 1e-3, "ms": (b - a) * 1e-3,
+                     "copies": sorted({f"{c[2]} {c[3] / MiB:.0f} MiB" for c in under}),
+                     "next_kernel": after[:80]})
+    gaps.sort(key=lambda g: -g["ms"])
     return {"d2h_bytes": d2h, "h2d_bytes": h2d,
-            "copy_seconds": _union_length(copies) * 1e-6,
-            "exposed_copy_seconds": _uncovered_length(copies, kernels) * 1e-6}
+            "copy_seconds": _union_length(spans) * 1e-6,
+            "exposed_copy_seconds": _uncovered_length(spans, cover) * 1e-6,
+            "step_trace_ms": (max([b for _, b in spans + cover], default=t0) - t0) * 1e-3,
+            "worst_exposed": gaps[:worst]}
 
 
 def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -434,20 +450,27 @@ def _union_length(intervals) -> float:
     return sum(b - a for a, b in _merge(intervals))
 
 
-def _uncovered_length(intervals, cover) -> float:
-    """Length of the union of `intervals` not inside the union of `cover`."""
+def _uncovered_intervals(intervals, cover) -> list[tuple[float, float]]:
+    """The parts of the union of `intervals` outside the union of `cover`."""
     cover = _merge(cover)
-    total, j = 0.0, 0
+    out, j = [], 0
     for a, b in _merge(intervals):
-        covered = 0.0
         while j < len(cover) and cover[j][1] <= a:
             j += 1
-        k = j
+        k, at = j, a
         while k < len(cover) and cover[k][0] < b:
-            covered += min(b, cover[k][1]) - max(a, cover[k][0])
+            if cover[k][0] > at:
+                out.append((at, cover[k][0]))
+            at = max(at, cover[k][1])
             k += 1
-        total += (b - a) - covered
-    return total
+        if at < b:
+            out.append((at, b))
+    return out
+
+
+def _uncovered_length(intervals, cover) -> float:
+    """Length of the union of `intervals` not inside the union of `cover`."""
+    return sum(b - a for a, b in _uncovered_intervals(intervals, cover))
 
 
 def run_row(args: argparse.Namespace, row: Row) -> dict:

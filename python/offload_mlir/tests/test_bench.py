@@ -94,3 +94,25 @@ def test_cpu_rows_train_and_compare(tmp_path):
     except ImportError:
         return
     assert merged.with_suffix(".png").stat().st_size > 10_000
+
+
+def test_trace_figures_from_a_chrome_trace(tmp_path):
+    # A kernel, a D2H copy that outlives it, and the next kernel: the copy is
+    # exposed between the two kernels, and the report names both ends.
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "mm", "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)",
+         "ts": 5, "dur": 20, "args": {"bytes": 2 << 20}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)",
+         "ts": 30, "dur": 2, "args": {"bytes": 1 << 20}},
+        {"ph": "X", "cat": "kernel", "name": "add", "ts": 18, "dur": 20},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 50},
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    t = bench._trace_figures(str(path))
+    assert (t["d2h_bytes"], t["h2d_bytes"]) == (2 << 20, 1 << 20)
+    assert t["copy_seconds"] == pytest.approx(22e-6)
+    assert t["exposed_copy_seconds"] == pytest.approx(8e-6)
+    assert t["worst_exposed"] == [{"at_ms": pytest.approx(0.01), "ms": pytest.approx(0.008),
+                                   "copies": ["D2H 2 MiB"], "next_kernel": "add"}]
