@@ -742,10 +742,14 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
 
   CopyStreams streams(plan, profileLatency, d2hBandwidth, h2dBandwidth,
                       bothWaysBandwidth);
-  SmallVector<double> opStart(numOps + 1), opEnd(numOps + 1);
+  // Per position: when its copies are issued (before the compute stream
+  // waits there), when its op starts and ends.
+  SmallVector<double> issueStart(numOps + 1), opStart(numOps + 1),
+      opEnd(numOps + 1);
   double time = 0;
   for (unsigned pos = 0; pos <= numOps; ++pos) {
     streams.run(time);
+    issueStart[pos] = time;
     for (unsigned copy : issuedAt[pos])
       streams.issue(copy, time);
     for (unsigned copy : waitedAt[pos]) {
@@ -835,7 +839,9 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
     if (copy.kind != PlannedCopy::Kind::Load || copy.bytes == 0)
       continue;
     unsigned issue = std::min(copy.issuePos, numOps);
-    events.push_back({opStart[issue], 2 * int64_t(issue) - 1, copy.bytes,
+    // A load allocates its destination when it is issued, before the
+    // compute stream waits there (for it, if it is also waited there).
+    events.push_back({issueStart[issue], 2 * int64_t(issue) - 1, copy.bytes,
                       -int(index) - 1});
     unsigned last = std::max<int>(links[copy.target].lastUse, copy.waitPos);
     last = std::min(last, numOps);

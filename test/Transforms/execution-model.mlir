@@ -81,3 +81,29 @@ func.func @backward(%e: tensor<100x100xf32>, %g: tensor<100x100xf32>) -> tensor<
   %r = arith.mulf %g, %e : tensor<100x100xf32>
   return %r : tensor<100x100xf32>
 }
+
+// -----
+
+// A synchronous load issued while its offload is still copying. Forward
+// ends at 40 us (20 us per op), where %e (16000 B) starts its 16 us copy to
+// the host; backward's first op loads it back. The load allocates its
+// 16000 B when it is issued, at 40 us, and then waits for the offload and
+// its own copy (until 72 us). With release=after-copy %e is released only
+// at 56 us, so %x, %e and the load's buffer are live at once: 36000 B. With
+// release=at-wait forward waits for the copy where it is issued, and %e is
+// gone before backward starts: the peak is forward's, 28000 B.
+// AFTER: peak device memory 27.3 KiB -> 35.2 KiB; step 72.0 us -> 104.0 us (exposed copies 32.0 us)
+// ATWAIT: peak device memory 27.3 KiB -> 27.3 KiB; step 72.0 us -> 104.0 us (exposed copies 32.0 us)
+func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<4000xf32, #offload.host>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = trace.op "aten.repeat.default"(%x) {node = "repeat"} : (tensor<1000xf32>) -> tensor<4000xf32>
+  %z = trace.op "aten.sum.dim_IntList"(%e) {node = "sum"} : (tensor<4000xf32>) -> tensor<1000xf32>
+  %h = offload.offload_to_cpu %e : tensor<4000xf32> -> tensor<4000xf32, #offload.host>
+  return %z, %h : tensor<1000xf32>, tensor<4000xf32, #offload.host>
+}
+func.func @backward(%s: tensor<4000xf32, #offload.host>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  %l = offload.load_to_gpu %s : tensor<4000xf32, #offload.host> -> tensor<4000xf32>
+  %r = trace.op "aten.sum.dim_IntList"(%l) {node = "sum"} : (tensor<4000xf32>) -> tensor<1000xf32>
+  %o = arith.mulf %r, %g : tensor<1000xf32>
+  return %o : tensor<1000xf32>
+}

@@ -20,7 +20,8 @@
 // results until the end of the step). An offloaded buffer is released when
 // its last use is over and its D2H copy has completed (or, with
 // Release::AtWait, at its offload's wait); a loaded value occupies device
-// memory from its load's issue to its last use.
+// memory from its load's issue (before the compute stream waits there, for
+// the load itself if it is synchronous) to its last use.
 //
 //===----------------------------------------------------------------------===//
 
