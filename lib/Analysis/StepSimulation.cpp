@@ -449,7 +449,8 @@ CopyPlan StepModel::getEmptyPlan() const {
 }
 
 CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
-                            int64_t maxInflightBytes) const {
+                            int64_t maxInflightBytes,
+                            SimulationResult *simulated) const {
   CopyPlan plan = getEmptyPlan();
   llvm::DenseMap<Value, unsigned> offloadOfValue;
   // In saved order, as offload-insert-offloads and offload-insert-loads
@@ -499,13 +500,11 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
       plan.copies[copy].sequence = int64_t(rank) - int64_t(row.size());
   if (schedule) {
     placeOffloadWaits(plan);
-    scheduleLoads(plan, maxInflightBytes);
-    // offload-schedule-copies puts the load starts hoisted before one op
-    // in the order of their waits.
-    int64_t count = plan.copies.size();
-    for (PlannedCopy &copy : plan.copies)
-      if (copy.kind == PlannedCopy::Kind::Load)
-        copy.sequence += int64_t(copy.waitPos) * count;
+    SimulationResult result = scheduleLoads(plan, maxInflightBytes);
+    if (simulated)
+      *simulated = std::move(result);
+  } else if (simulated) {
+    *simulated = simulate(plan);
   }
   return plan;
 }
@@ -539,21 +538,13 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
   }
 }
 
-void StepModel::scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const {
-  SmallVector<unsigned> loads;
-  for (auto [index, copy] : llvm::enumerate(plan.copies))
-    if (copy.kind == PlannedCopy::Kind::Load)
-      loads.push_back(index);
-  // Latest wait first; the H2D stream is serial, so each load must end
-  // before the next one (in time) starts. Of loads waited before one op, the
-  // last in the IR waits last.
-  llvm::stable_sort(loads, [&](unsigned a, unsigned b) {
-    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
-    if (x.waitPos != y.waitPos)
-      return x.waitPos > y.waitPos;
-    return x.sequence > y.sequence;
-  });
-  SmallVector<int64_t> inflight(ops.size() + 1, 0);
+bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
+                           int64_t maxInflightBytes, ArrayRef<int64_t> liveAt,
+                           int64_t memoryLimit) const {
+  // Per position: bytes of hoisted loads issued at or before it and waited
+  // after it (in flight), which the synchronous plan's `liveAt` lacks.
+  SmallVector<int64_t> hoisted(ops.size() + 1, 0);
+  bool anyHoisted = false;
   double streamFree = kInf;
   unsigned first = numForwardOps;
   for (unsigned index : loads) {
@@ -566,18 +557,77 @@ void StepModel::scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const {
     unsigned issue = wait;
     while (issue > first && startTimes[issue] > start)
       --issue;
-    if (maxInflightBytes > 0) {
-      for (unsigned p = wait; p > issue; --p) {
-        if (inflight[p - 1] + copy.bytes > maxInflightBytes) {
-          issue = p;
-          break;
-        }
+    // Then no higher than the first position, going up from the wait, where
+    // its bytes would break the in-flight or the memory limit.
+    for (unsigned p = wait; p > issue; --p) {
+      int64_t inflight = hoisted[p - 1] + copy.bytes;
+      if ((maxInflightBytes > 0 && inflight > maxInflightBytes) ||
+          liveAt[p - 1] + inflight > memoryLimit) {
+        issue = p;
+        break;
       }
     }
     for (unsigned p = issue; p < wait; ++p)
-      inflight[p] += copy.bytes;
+      hoisted[p] += copy.bytes;
     copy.issuePos = issue;
+    anyHoisted |= issue < wait;
   }
+  return anyHoisted;
+}
+
+SimulationResult StepModel::scheduleLoads(CopyPlan &plan,
+                                          int64_t maxInflightBytes) const {
+  SmallVector<unsigned> loads;
+  int64_t count = plan.copies.size();
+  for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+    if (copy.kind != PlannedCopy::Kind::Load)
+      continue;
+    loads.push_back(index);
+    // Loads issued before one op go to the stream in the order of their
+    // waits (offload-schedule-copies emits them so), after the offloads
+    // issued there; this changes no order among copies issued apart.
+    copy.sequence += int64_t(copy.waitPos) * count;
+    // The synchronous plan the peak is held to.
+    copy.issuePos = copy.waitPos;
+  }
+  if (loads.empty())
+    return simulate(plan);
+  // Latest wait first; the H2D stream is serial, so each load must end
+  // before the next one (in time) starts. Of loads waited before one op, the
+  // last in the IR waits last.
+  llvm::stable_sort(loads, [&](unsigned a, unsigned b) {
+    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
+    if (x.waitPos != y.waitPos)
+      return x.waitPos > y.waitPos;
+    return x.sequence > y.sequence;
+  });
+
+  SmallVector<int64_t> liveAt;
+  SimulationResult synchronous = simulate(plan, &liveAt);
+  int64_t peak = synchronous.peakBytes;
+  // The peak without offload bounds it only where the synchronous loads
+  // stay within it: below it, min(peak, no-offload peak) is `peak`, and
+  // above it no placement of loads can reach it (the loads are issued no
+  // later than their waits already).
+  int64_t limit = peak;
+  // Placed on the synchronous plan's positions, the hoisted loads run
+  // backward ahead of where it ran against the copies, so buffers whose
+  // offload completes late are released at later ops. Few placements need
+  // a second try; each one has the excess taken off its headroom.
+  constexpr unsigned kAttempts = 4;
+  CopyPlan trial = plan;
+  for (unsigned attempt = 0; attempt < kAttempts; ++attempt) {
+    if (!placeLoads(trial, loads, maxInflightBytes, liveAt, limit))
+      break;
+    SimulationResult result = simulate(trial);
+    if (result.peakBytes <= peak) {
+      plan = std::move(trial);
+      return result;
+    }
+    limit -= result.peakBytes - peak;
+  }
+  // Every load at its wait: the synchronous plan itself.
+  return synchronous;
 }
 
 //===----------------------------------------------------------------------===//
@@ -716,10 +766,19 @@ struct MemoryEvent {
   int64_t delta;
   /// Buffer id (>= 0) or load copy (-(copy + 1)).
   int owner;
+  /// The op position whose issues, waits or run it happens in; kSlotNow for
+  /// a release the compute stream does not see (whichever op runs then).
+  unsigned slot;
 };
+constexpr unsigned kSlotNow = ~0u;
 } // namespace
 
 SimulationResult StepModel::simulate(const CopyPlan &plan) const {
+  return simulate(plan, nullptr);
+}
+
+SimulationResult StepModel::simulate(const CopyPlan &plan,
+                                     SmallVectorImpl<int64_t> *liveAt) const {
   SimulationResult result;
   unsigned numOps = ops.size();
   result.exposedPerCopy.assign(plan.copies.size(), 0);
@@ -795,19 +854,22 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
   // or (at their waits) in stream order.
   SmallVector<double> offloadEnd(buffers.size(), -1);
   SmallVector<int64_t> offloadEndOrder(buffers.size(), kAsyncOrder);
+  SmallVector<unsigned> offloadEndSlot(buffers.size(), kSlotNow);
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind != PlannedCopy::Kind::Offload)
       continue;
     double end = result.copyEnd[index];
     int64_t order = kAsyncOrder;
+    unsigned slot = kSlotNow;
     if (releaseAtWait) {
-      unsigned wait = std::min(copy.waitPos, numOps);
-      end = opStart[wait];
-      order = 2 * int64_t(wait) - 1;
+      slot = std::min(copy.waitPos, numOps);
+      end = opStart[slot];
+      order = 2 * int64_t(slot) - 1;
     }
     if (end > offloadEnd[copy.target]) {
       offloadEnd[copy.target] = end;
       offloadEndOrder[copy.target] = order;
+      offloadEndSlot[copy.target] = slot;
     }
   }
 
@@ -816,7 +878,7 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
     if (buffer.bytes == 0)
       continue;
     if (buffer.persistent) {
-      events.push_back({0, -1, buffer.bytes, int(id)});
+      events.push_back({0, -1, buffer.bytes, int(id), 0});
       continue;
     }
     // Without this, an unread argument would live as long as whatever op
@@ -824,16 +886,19 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
     if (buffer.backwardArgument && lastPos[id] < 0)
       continue;
     unsigned def = std::min<unsigned>(std::max(buffer.defPos, 0), numOps);
-    events.push_back({opStart[def], 2 * int64_t(def), buffer.bytes, int(id)});
+    events.push_back(
+        {opStart[def], 2 * int64_t(def), buffer.bytes, int(id), def});
     int last = lastPos[id] < 0 ? int(def) : std::max(lastPos[id], int(def));
     unsigned lastOp = std::min<unsigned>(last, numOps);
     double free = opEnd[lastOp];
     int64_t order = 2 * int64_t(lastOp) + 1;
+    unsigned slot = lastOp;
     if (offloadEnd[id] > free) {
       free = offloadEnd[id];
       order = offloadEndOrder[id];
+      slot = offloadEndSlot[id];
     }
-    events.push_back({free, order, -buffer.bytes, int(id)});
+    events.push_back({free, order, -buffer.bytes, int(id), slot});
   }
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind != PlannedCopy::Kind::Load || copy.bytes == 0)
@@ -842,11 +907,11 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
     // A load allocates its destination when it is issued, before the
     // compute stream waits there (for it, if it is also waited there).
     events.push_back({issueStart[issue], 2 * int64_t(issue) - 1, copy.bytes,
-                      -int(index) - 1});
+                      -int(index) - 1, issue});
     unsigned last = std::max<int>(links[copy.target].lastUse, copy.waitPos);
     last = std::min(last, numOps);
     events.push_back({opEnd[last], 2 * int64_t(last) + 1, -copy.bytes,
-                      -int(index) - 1});
+                      -int(index) - 1, last});
   }
   llvm::stable_sort(events, [](const MemoryEvent &a, const MemoryEvent &b) {
     if (a.time != b.time)
@@ -855,14 +920,31 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
   });
   int64_t live = 0;
   size_t peakIndex = 0;
+  // Per position, the most bytes live in it: what it starts with, and after
+  // each of its events. Events come in position order, but for ties at one
+  // time (a release at a wait before an end of the op before): those count
+  // in the later position, which only overstates it.
+  unsigned slot = 0;
+  if (liveAt)
+    liveAt->assign(numOps + 1, 0);
   for (auto [index, event] : llvm::enumerate(events)) {
+    if (liveAt && event.slot != kSlotNow && event.slot > slot) {
+      for (unsigned p = slot + 1; p <= event.slot; ++p)
+        (*liveAt)[p] = live;
+      slot = event.slot;
+    }
     live += event.delta;
+    if (liveAt)
+      (*liveAt)[slot] = std::max((*liveAt)[slot], live);
     if (live > result.peakBytes) {
       result.peakBytes = live;
       result.peakTime = event.time;
       peakIndex = index;
     }
   }
+  if (liveAt)
+    for (unsigned p = slot + 1; p <= numOps; ++p)
+      (*liveAt)[p] = live;
   result.liveAtPeak.assign(buffers.size(), false);
   for (size_t i = 0; i <= peakIndex && i < events.size(); ++i)
     if (events[i].owner >= 0)

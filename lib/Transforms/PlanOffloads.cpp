@@ -55,7 +55,9 @@ public:
     SmallVector<unsigned> links;
     for (unsigned c : chosen)
       llvm::append_range(links, candidates[c].links);
-    return model.simulate(model.planFor(links, schedule, maxInflight));
+    SimulationResult result;
+    model.planFor(links, schedule, maxInflight, &result);
+    return result;
   }
 
   SmallVector<Candidate> candidates;

@@ -12,12 +12,17 @@
 // done, or before the return if none does. Runtimes that cannot free a
 // buffer asynchronously (a framework's allocator) release the source there,
 // in stream order, so that is where the device memory comes back. Every load
-// start sits at or
-// above its wait, below the start of backward and below its source's
-// definition; loads started and not yet waited hold at most
+// start sits at or above its wait, below the start of backward and below its
+// source's definition; loads started and not yet waited hold at most
 // `max-inflight-bytes` at any point (a load bigger than that alone starts
-// at its wait). Nothing else moves, so dominance and the order of effects
-// hold.
+// at its wait). The cost model's predicted peak device memory of the result
+// is at most that of the same copies with every load started right before
+// its wait (StepModel::scheduleLoads, which the planner predicts with too);
+// so, wherever those synchronous loads keep the peak at or below the peak
+// without offload, the result does. With release=after-copy those are the
+// synchronous copies the pipeline leaves without this pass. Loads started
+// before one op are in the order of their waits. Nothing else moves, so
+// dominance and the order of effects hold.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,28 +111,43 @@ static LogicalResult scheduleStep(const TrainingStep &step,
     if (copy.kind == PlannedCopy::Kind::Load)
       if (auto start = dyn_cast<LoadStartOp>(model->getOp(copy.issuePos)))
         loads.push_back({index, start});
+  // The offload waits first: with release=at-wait they hold memory, and the
+  // loads are placed against the plan with them where they will be. Placing
+  // them moves no op, and hoisting loads moves no forward op, so the
+  // positions hold for both.
+  model->placeOffloadWaits(plan);
   model->scheduleLoads(plan, maxInflightBytes);
 
-  // Earliest wait first, so loads hoisted to the same op keep the order the
-  // stream serves them in.
+  // A load issued at position p goes before the first op at or after p
+  // that is not a load start (those move too), after the loads issued at
+  // earlier positions and, of those issued at p, in the order of their waits
+  // (their sequence): the order the model issued them in.
+  auto anchorOf = [&](unsigned pos) {
+    while (pos < model->getNumOps() && isa<LoadStartOp>(model->getOp(pos)))
+      ++pos;
+    return pos < model->getNumOps()
+               ? model->getOp(pos)
+               : step.getBackward().getFunctionBody().front().getTerminator();
+  };
   llvm::stable_sort(loads, [&](auto a, auto b) {
-    return plan.copies[a.first].waitPos < plan.copies[b.first].waitPos;
+    const PlannedCopy &x = plan.copies[a.first], &y = plan.copies[b.first];
+    return std::make_pair(x.issuePos, x.sequence) <
+           std::make_pair(y.issuePos, y.sequence);
   });
-  for (auto [index, start] : loads) {
-    Operation *target = model->getOp(plan.copies[index].issuePos);
-    if (target == start.getOperation())
-      continue;
+  SmallVector<Operation *> anchors;
+  for (auto [index, start] : loads)
+    anchors.push_back(anchorOf(plan.copies[index].issuePos));
+  for (auto [load, anchor] : llvm::zip_equal(loads, anchors)) {
+    LoadStartOp start = load.second;
     // Never above the definition of the host value.
     Operation *def = start.getSource().getDefiningOp();
     if (def && def->getBlock() == start->getBlock() &&
-        !def->isBeforeInBlock(target)) {
+        !def->isBeforeInBlock(anchor)) {
       start->moveAfter(def);
       continue;
     }
-    start->moveBefore(target);
+    start->moveBefore(anchor);
   }
-  // Hoisting loads moved no forward op, so the positions still hold.
-  model->placeOffloadWaits(plan);
   moveOffloadWaits(*model, plan);
   return success();
 }

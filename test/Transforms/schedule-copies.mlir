@@ -89,3 +89,70 @@ func.func @backward(%s: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -
   %r = arith.mulf %g, %l : tensor<1000xf32>
   return %r : tensor<1000xf32>
 }
+
+// -----
+
+// Memory-aware hoisting. Backward: %a (16000 B) takes 20 us to write and
+// %r 20 us to reduce; the 4000-byte load must start 4 us before the mulf,
+// so before %r on time alone, and max-inflight-bytes (2 GiB) allows it. But
+// the step's peak is %x, %a and %r live during %r (24000 B, 23.4 KiB), and
+// a load started there would add its 4000 B to it: it starts at its wait,
+// and its copy is exposed. The peak stays that of the synchronous load.
+// CHECK-LABEL: func @forward
+// CHECK-LABEL: func @backward
+// CHECK: %[[A:.*]] = trace.op "aten.repeat.default"
+// CHECK-NEXT: %[[R:.*]] = trace.op "aten.sum.dim_IntList"(%[[A]])
+// CHECK-NEXT: %[[S:.*]] = offload.load_start %arg0
+// CHECK-NEXT: %[[L:.*]] = offload.wait %[[S]]
+// CHECK-NEXT: arith.mulf %[[R]], %[[L]]
+// REPORT: 1  math.exp {{ *}}tensor<1000xf32> {{ *}}3.9 KiB  #1 math.sin {{ *}}#4 arith.mulf {{ *}}#4 arith.mulf {{ *}}4.0 us
+// REPORT: peak device memory 27.3 KiB -> 23.4 KiB; step 76.0 us -> 80.0 us (exposed copies 4.0 us)
+// SYNC: peak device memory 27.3 KiB -> 23.4 KiB; step 76.0 us -> 80.0 us (exposed copies 4.0 us)
+func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, #offload.host>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<1000xf32>
+  %y = math.sin %e : tensor<1000xf32>
+  %h = offload.offload_to_cpu %e : tensor<1000xf32> -> tensor<1000xf32, #offload.host>
+  %z = math.sin %y : tensor<1000xf32>
+  return %z, %h : tensor<1000xf32>, tensor<1000xf32, #offload.host>
+}
+func.func @backward(%s: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  %a = trace.op "aten.repeat.default"(%g) {node = "repeat"} : (tensor<1000xf32>) -> tensor<4000xf32>
+  %r = trace.op "aten.sum.dim_IntList"(%a) {node = "sum"} : (tensor<4000xf32>) -> tensor<1000xf32>
+  %l = offload.load_to_gpu %s : tensor<1000xf32, #offload.host> -> tensor<1000xf32>
+  %o = arith.mulf %r, %l : tensor<1000xf32>
+  return %o : tensor<1000xf32>
+}
+
+// -----
+
+// The same backward, but forward reaches 28000 B (27.3 KiB: %x, %y, the
+// 16000-byte %b and %e, whose copy ends during %b). Backward with the load
+// started before %r reaches the same (%x, %a, %r and the load), not more, so
+// it starts there and its copy is hidden.
+// CHECK-LABEL: func @forward
+// CHECK-LABEL: func @backward
+// CHECK: %[[A:.*]] = trace.op "aten.repeat.default"
+// CHECK-NEXT: %[[S:.*]] = offload.load_start %arg0
+// CHECK-NEXT: %[[R:.*]] = trace.op "aten.sum.dim_IntList"(%[[A]])
+// CHECK-NEXT: %[[L:.*]] = offload.wait %[[S]]
+// CHECK-NEXT: arith.mulf %[[R]], %[[L]]
+// REPORT: 1  math.exp {{ *}}tensor<1000xf32> {{ *}}3.9 KiB  #1 math.sin {{ *}}#4 arith.mulf {{ *}}#2 aten.sum.dim_IntList "sum" {{ *}}0.0 us
+// REPORT: peak device memory 27.3 KiB -> 27.3 KiB; step 108.0 us -> 108.0 us (exposed copies 0.0 us)
+// SYNC: peak device memory 27.3 KiB -> 27.3 KiB; step 108.0 us -> 112.0 us (exposed copies 4.0 us)
+func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, #offload.host>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<1000xf32>
+  %y = math.sin %e : tensor<1000xf32>
+  %h = offload.offload_to_cpu %e : tensor<1000xf32> -> tensor<1000xf32, #offload.host>
+  %b = trace.op "aten.repeat.default"(%y) {node = "repeat"} : (tensor<1000xf32>) -> tensor<4000xf32>
+  %z = trace.op "aten.sum.dim_IntList"(%b) {node = "sum"} : (tensor<4000xf32>) -> tensor<1000xf32>
+  return %z, %h : tensor<1000xf32>, tensor<1000xf32, #offload.host>
+}
+func.func @backward(%s: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  %a = trace.op "aten.repeat.default"(%g) {node = "repeat"} : (tensor<1000xf32>) -> tensor<4000xf32>
+  %r = trace.op "aten.sum.dim_IntList"(%a) {node = "sum"} : (tensor<4000xf32>) -> tensor<1000xf32>
+  %l = offload.load_to_gpu %s : tensor<1000xf32, #offload.host> -> tensor<1000xf32>
+  %o = arith.mulf %r, %l : tensor<1000xf32>
+  return %o : tensor<1000xf32>
+}

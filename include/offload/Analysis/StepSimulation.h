@@ -124,9 +124,11 @@ public:
   /// before the first real backward use), with load issue positions
   /// scheduled by scheduleLoads and offload waits placed by
   /// placeOffloadWaits when `schedule` is set (else each offload is waited
-  /// right where it starts, and each load right where it is needed).
+  /// right where it starts, and each load right where it is needed). With
+  /// `simulated`, also simulate() of the plan (scheduling has it at hand).
   CopyPlan planFor(ArrayRef<unsigned> links, bool schedule,
-                   int64_t maxInflightBytes) const;
+                   int64_t maxInflightBytes,
+                   SimulationResult *simulated = nullptr) const;
 
   /// Puts the wait of every offload in `plan` at its release point: the
   /// first forward op (not a wait) predicted, on the compute stream alone,
@@ -136,10 +138,27 @@ public:
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
   /// the compute stream alone, its copy ends before its wait (the H2D stream
-  /// is serial: loads are placed latest first), never so early that the
-  /// bytes of loads issued and not yet waited exceed `maxInflightBytes`
-  /// (0: no limit), and never above the start of backward.
-  void scheduleLoads(CopyPlan &plan, int64_t maxInflightBytes) const;
+  /// is serial: loads are placed latest first), never above the start of
+  /// backward, never so early that the bytes of loads issued and not yet
+  /// waited exceed `maxInflightBytes` (0: no limit), and never so early that
+  /// the device memory it holds meanwhile raises the peak: simulate() of the
+  /// result predicts a peak no higher than that of `plan` with every load
+  /// issued at its wait (the synchronous loads of the same plan, offload
+  /// waits as given). So wherever those synchronous loads keep the peak at
+  /// or below the peak without offload, so does the result.
+  ///
+  /// How: the synchronous plan is simulated; its live bytes per op position
+  /// bound each load's hoisting (a load's bytes are added from its new issue
+  /// to its wait, and no position may exceed the synchronous peak). Hoisting
+  /// makes backward run earlier against the copies, so the result is
+  /// simulated again; if its peak is still higher, the placement is redone
+  /// with less headroom, a few times, and failing that the loads stay at
+  /// their waits. Loads issued before one op keep the order of their waits
+  /// (their `sequence`), as offload-schedule-copies emits them. Both the
+  /// planner (planFor) and offload-schedule-copies place loads with this.
+  /// Returns simulate() of the plan it leaves.
+  SimulationResult scheduleLoads(CopyPlan &plan,
+                                 int64_t maxInflightBytes) const;
 
   SimulationResult simulate(const CopyPlan &plan) const;
 
@@ -157,6 +176,19 @@ public:
 
 private:
   StepModel() = default;
+
+  /// simulate(), and with `liveAt`, per op position (and the end of the step,
+  /// numOps), the most device bytes live from the copies issued and waited
+  /// before that op to its end.
+  SimulationResult simulate(const CopyPlan &plan,
+                            SmallVectorImpl<int64_t> *liveAt) const;
+  /// One placement of scheduleLoads: `loads` latest wait first, each issued
+  /// as early as its copy needs, the in-flight limit and `memoryLimit` allow,
+  /// given `liveAt` of the plan with every load issued at its wait. Returns
+  /// whether any load is issued before its wait.
+  bool placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
+                  int64_t maxInflightBytes, ArrayRef<int64_t> liveAt,
+                  int64_t memoryLimit) const;
 
   /// A use of a buffer (>= 0) or of a saved link (-(link + 1)).
   using Ref = int;

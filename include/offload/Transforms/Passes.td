@@ -124,8 +124,25 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     op's time, loads are placed latest-first on the serial H2D stream so
     each copy ends before its wait; a start never moves above the start of
     backward, nor so early that the bytes of loads started and not yet
-    waited exceed `max-inflight-bytes`. Load waits stay right before first
-    use.
+    waited exceed `max-inflight-bytes`, nor so early that the memory it
+    holds meanwhile raises the predicted peak: the predicted peak device
+    memory is at most that of the same copies with every load started
+    right before its wait (so at most the peak without offload wherever
+    that is). Load waits stay right before first use.
+
+    ```mlir
+    // Before: the load's 4000 B copy must start before %r to be hidden,
+    // but %a (16000 B) is live there at the step's peak.
+    %a = trace.op "aten.repeat.default"(%g) : (tensor<1000xf32>) -> tensor<4000xf32>
+    %r = trace.op "aten.sum.dim_IntList"(%a) : (tensor<4000xf32>) -> tensor<1000xf32>
+    %l = offload.load_to_gpu %s : tensor<1000xf32, #offload.host> -> tensor<1000xf32>
+    %o = arith.mulf %r, %l : tensor<1000xf32>
+    // After: the start is held back to its wait (its copy is exposed).
+    %r = trace.op "aten.sum.dim_IntList"(%a) : (tensor<4000xf32>) -> tensor<1000xf32>
+    %f = offload.load_start %s : tensor<1000xf32, #offload.host> -> !offload.future<tensor<1000xf32>>
+    %l = offload.wait %f : !offload.future<tensor<1000xf32>>
+    %o = arith.mulf %r, %l : tensor<1000xf32>
+    ```
 
     An offload's wait marks where its copy is done and its source may be
     released: before the first forward op the cost model predicts to start
@@ -168,8 +185,9 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     Option<"maxSlowdown", "max-slowdown", "double", /*default=*/"0.01",
            "plan=hidden: largest predicted step time increase, as a fraction">,
     Option<"schedule", "schedule", "bool", /*default=*/"true",
-           "Predict with load starts hoisted (as offload-schedule-copies "
-           "does); false: loads start at their wait">,
+           "Predict with load starts hoisted as far as time, in-flight bytes "
+           "and the peak allow (as offload-schedule-copies does); false: "
+           "loads start at their wait">,
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
            /*default=*/"\"2GiB\"",
            "In-flight load bytes limit the prediction assumes">,

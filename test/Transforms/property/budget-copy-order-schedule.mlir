@@ -2,9 +2,12 @@
 // schedule=true the planner hoisted loads waited before the same op in a
 // different order than offload-schedule-copies, and put two offloads of one
 // storage in the wrong order, so the plan for a budget of 0.832 of the peak
-// (2708346 bytes) came out at a predicted 2960312 bytes.
+// (2708346 bytes) came out at a predicted 2960312 bytes. (Since loads are
+// hoisted only as far as the synchronous peak allows, the plan the planner
+// picks here offloads 8 values, not 10.)
 // RUN: offload-opt %s -offload-activations="budget=0.8320 schedule=true report=json" -o /dev/null | FileCheck %s
-// CHECK: "peak_bytes_after": 2706360,
+// CHECK: "offloaded_values": 8,
+// CHECK: "peak_bytes_after": 2698168,
 // CHECK: "peak_bytes_before": 3255224,
 
 // Random training step 0 of seed 34: 230 ops (77 forward, 153 backward), 2 outputs, 40 saved values, element type bf16.
