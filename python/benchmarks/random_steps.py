@@ -23,10 +23,15 @@ configurations and checks what the passes guarantee:
   left `offload.selected`; the report counts the same offloaded values;
 - plan=budget: the predicted peak after is at most the budget;
   plan=hidden (synchronous copies): the predicted step time grows by at most
-  `max-slowdown` (1%).
+  `max-slowdown` (1%);
+- schedule=true: the predicted peak is at most that of the same plan with
+  synchronous copies (its synchronous twin: the same passes and options
+  without offload-schedule-copies, whose selection must match), and at most
+  the peak without offload wherever that twin's is.
 
-What the design does not promise (a peak after above the peak before, with
-schedule=true) is counted and printed as information, not failed.
+What the design does not promise (a peak after above the peak before for a
+plan whose synchronous copies already raise it, as plan=all can) is counted
+and printed as information, not failed.
 
 Each generated step mixes matmuls (`aten.mm.default`, shapes that agree, so
 the cost model counts FLOPs), elementwise ops, `trace.view` views
@@ -895,6 +900,33 @@ BUDGET_ERROR = re.compile(
 # plan=hidden: the planner's default max-slowdown.
 MAX_SLOWDOWN = 0.01
 
+# Where each option of --offload-activations goes in the explicit pipeline.
+_FIND_OPTIONS = {"min-bytes"}
+_PLAN_OPTIONS = {"plan", "budget", "max-slowdown", "schedule", "max-inflight-bytes"}
+_MODEL_OPTIONS = {"device-profile", "release", "fuse-memory-bound"}
+
+
+def sync_twin_pipeline(options: str) -> str:
+    """The pass pipeline `--offload-activations=<options>` runs, without
+    offload-schedule-copies and with a JSON report: the same plan (the
+    planner still predicts with the options' `schedule`), every copy left
+    synchronous. Raises ValueError for an option it does not place."""
+    opts = dict(tok.split("=", 1) for tok in options.split())
+    unknown = set(opts) - _FIND_OPTIONS - _PLAN_OPTIONS - _MODEL_OPTIONS
+    if unknown:
+        raise ValueError(f"sync_twin_pipeline: unplaced option(s) {sorted(unknown)}")
+
+    def with_options(name: str, keys: set, extra: tuple = ()) -> str:
+        chosen = [f"{k}={v}" for k, v in opts.items() if k in keys] + list(extra)
+        return f"{name}{{{' '.join(chosen)}}}" if chosen else name
+
+    passes = [with_options("offload-find-saved-activations", _FIND_OPTIONS)]
+    if opts.get("plan", "all") != "all" or "budget" in opts:
+        passes.append(with_options("offload-plan", _PLAN_OPTIONS | _MODEL_OPTIONS))
+    passes += ["offload-insert-offloads", "offload-reorder-backward", "offload-insert-loads",
+               with_options("offload-report", _MODEL_OPTIONS, ("format=json",))]
+    return "builtin.module(" + ",".join(passes) + ")"
+
 
 class Config:
     """One set of pipeline options.
@@ -1062,6 +1094,8 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
         if config.budget and after > limit:
             violate(f"budget {budget_text} ({limit} bytes): predicted peak after {after} "
                     "exceeds it")
+        if config.schedule:
+            check_sync_twin(opt, src, options, step, record, violate)
         if config.hidden and not config.schedule:
             grown = pred["step_seconds_after"] - pred["step_seconds_before"] * (1 + MAX_SLOWDOWN)
             if grown > 1e-12 * max(1.0, pred["step_seconds_before"]):
@@ -1102,6 +1136,40 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
                         keep if c == src else c for c in cmd[:-2]) + " -o -\n")
         out.stats["saved_to"] = keep
     return out
+
+
+def check_sync_twin(opt: str, src: str, options: str, step: dict, record: dict,
+                    violate) -> None:
+    """schedule=true: the predicted peak of `step` (the report of the
+    scheduled run) is at most that of its synchronous twin, and at most the
+    peak without offload wherever the twin's is."""
+    cmd = [opt, src, "--pass-pipeline=" + sync_twin_pipeline(options),
+           "--mlir-print-op-on-diagnostic=false", "-o", os.devnull]
+    proc = _run(cmd)
+    if _crash(proc) or proc.returncode != 0:
+        violate(f"the synchronous twin failed (exit {proc.returncode}): "
+                f"{shlex.join(cmd)}\n{proc.stderr[-3000:]}")
+        return
+    try:
+        twin = json.loads(proc.stdout)["steps"][0]
+        sync_after = twin["predicted"]["peak_bytes_after"]
+    except (ValueError, KeyError, IndexError) as e:
+        violate(f"cannot read the synchronous twin's JSON report ({e})")
+        return
+    if [e["offloaded"] for e in twin["saved"]] != [e["offloaded"] for e in step["saved"]]:
+        violate("the synchronous twin offloads other saved values than the scheduled run")
+        return
+    pred = step["predicted"]
+    after, before = pred["peak_bytes_after"], pred["peak_bytes_before"]
+    record["sync checked"] = True
+    if after > sync_after:
+        violate(f"schedule=true: predicted peak {after} is above {sync_after}, the peak of "
+                "the same plan with synchronous copies")
+    if sync_after <= before < after:
+        violate(f"schedule=true: predicted peak {after} is above {before}, the peak without "
+                "offload, which the same plan with synchronous copies keeps to")
+    if sync_after > before:
+        record["sync above none"] = True
 
 
 def resolve_tool(opt: str) -> str | None:
@@ -1166,9 +1234,15 @@ def cmd_check(args) -> int:
             skipped = sum(1 for r in recs if r.get("skipped"))
             if skipped:
                 line += f", {skipped} skipped (offloading lowers no peak)"
+        if config.schedule:
+            line += (f"; peak checked against the synchronous plan in "
+                     f"{sum(1 for r in recs if r.get('sync checked'))}")
         grew = sum(1 for r in recs if r.get("peak grew"))
         if grew:
             line += f"; info: predicted peak grew in {grew}"
+        above = sum(1 for r in recs if r.get("sync above none"))
+        if above:
+            line += f", the synchronous plan's too in {above}"
         print(line)
     bad_rt = sum(1 for o in outcomes for c, _ in o.violations if c == "round trip")
     for o in outcomes:

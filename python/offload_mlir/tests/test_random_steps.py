@@ -3,9 +3,11 @@ python/benchmarks/random_steps.py (the lit test is
 test/Transforms/property/random-steps.mlir)."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -169,3 +171,76 @@ def test_check_reports_a_failing_tool(tmp_path, capsys):
     assert "VIOLATION: module 0" in captured.err
     assert (failures / "step_5_0.mlir").exists()
     assert "reproduce:" in (failures / "step_5_0.mlir.txt").read_text()
+
+
+def test_sync_twin_pipeline():
+    """The synchronous twin runs the pipeline's passes with the same plan
+    options, without offload-schedule-copies, and reports in JSON."""
+    twin = random_steps.sync_twin_pipeline("min-bytes=0 schedule=true max-inflight-bytes=16KiB")
+    assert twin == ("builtin.module(offload-find-saved-activations{min-bytes=0},"
+                    "offload-insert-offloads,offload-reorder-backward,offload-insert-loads,"
+                    "offload-report{format=json})")
+    twin = random_steps.sync_twin_pipeline("schedule=true budget=0.75 release=at-wait")
+    assert ("offload-plan{schedule=true budget=0.75 release=at-wait}" in twin
+            and "offload-report{release=at-wait format=json}" in twin)
+    assert "offload-schedule-copies" not in twin
+    with pytest.raises(ValueError, match="deny-ops"):
+        random_steps.sync_twin_pipeline("schedule=true deny-ops=aten.mm.default")
+
+
+def _fake_pipeline(tmp_path, before: int, scheduled: int, synchronous: int):
+    """An offload-opt stand-in: the pipeline run writes SCHEDULED and reports
+    `scheduled` as its peak; the synchronous twin (--pass-pipeline) reports
+    `synchronous`; the round trip prints its input back."""
+    def report(after):
+        return json.dumps({"steps": [{
+            "offloaded_values": 1,
+            "saved": [{"offloaded": True}, {"offloaded": False}],
+            "predicted": {"peak_bytes_before": before, "peak_bytes_after": after,
+                          "step_seconds_before": 1e-3, "step_seconds_after": 1e-3}}]})
+    fake = tmp_path / "fake-opt"
+    fake.write_text(f"""#!{sys.executable}
+import sys
+args = sys.argv[1:]
+if any(a.startswith("--pass-pipeline=") for a in args):
+    print({report(synchronous)!r})
+elif "-o" in args:
+    open(args[args.index("-o") + 1], "w").write({SCHEDULED!r})
+    print({report(scheduled)!r})
+else:
+    sys.stdout.write(open(args[0]).read())
+""")
+    fake.chmod(0o755)
+    return fake
+
+
+def _check_schedule(fake, tmp_path, capsys):
+    rc = random_steps.main(["check", "--count", "1", "--seed", "5", "--offload-opt", str(fake),
+                            "--configs", "schedule", "--no-poison",
+                            "--failures-dir", str(tmp_path / "failures")])
+    return rc, capsys.readouterr()
+
+
+def test_check_flags_a_scheduled_peak_above_the_synchronous_one(tmp_path, capsys):
+    rc, out = _check_schedule(_fake_pipeline(tmp_path, 1000, 900, 800), tmp_path, capsys)
+    assert rc == 1
+    assert ("schedule=true: predicted peak 900 is above 800, the peak of the same plan "
+            "with synchronous copies") in out.err
+    assert "the peak without offload" not in out.err
+
+
+def test_check_flags_a_scheduled_peak_above_no_offload(tmp_path, capsys):
+    rc, out = _check_schedule(_fake_pipeline(tmp_path, 1000, 1100, 1000), tmp_path, capsys)
+    assert rc == 1
+    assert ("schedule=true: predicted peak 1100 is above 1000, the peak without offload, "
+            "which the same plan with synchronous copies keeps to") in out.err
+
+
+def test_check_counts_a_synchronous_plan_above_no_offload(tmp_path, capsys):
+    """A plan whose synchronous copies already raise the peak (plan=all can)
+    is information, not a violation, if scheduling does not raise it more."""
+    rc, out = _check_schedule(_fake_pipeline(tmp_path, 1000, 1150, 1200), tmp_path, capsys)
+    assert rc == 0, out.err
+    assert ("config schedule: 1 modules, 1 transformed, 0 violations; offloaded 1 of 2 saved "
+            "values; peak checked against the synchronous plan in 1; info: predicted peak grew "
+            "in 1, the synchronous plan's too in 1") in out.out

@@ -13,8 +13,12 @@
 // its value, that loads and offloads sit where the passes promise, that
 // every saved result is offloaded or says why it is kept, that no budget
 // plan predicts a peak above its budget, and that plan=hidden slows the
-// predicted step by at most 1%. offload-opt runs with glibc poisoning freed
-// memory, so reads of freed memory crash.
+// predicted step by at most 1%. For each schedule=true configuration it also
+// runs the same passes and options without offload-schedule-copies (the same
+// plan with synchronous copies) and checks that the scheduled plan predicts
+// a peak no higher than that, nor higher than the peak without offload
+// where the synchronous plan's is not (issue 9, item 1). offload-opt runs
+// with glibc poisoning freed memory, so reads of freed memory crash.
 //
 // A failing module is written to %t (with the command that reproduces it);
 // regenerate one with
@@ -26,12 +30,12 @@
 
 // CHECK-NOT: VIOLATION
 // CHECK: config default: 40 modules, 40 transformed, 0 violations
-// CHECK: config schedule: 40 modules, 40 transformed, 0 violations
+// CHECK: config schedule: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40
 // CHECK: config hidden: 40 modules, 40 transformed, 0 violations
 // CHECK: config budget: 40 modules, {{[0-9]+}} transformed, 0 violations
-// CHECK: config budget+schedule: 40 modules, {{[0-9]+}} transformed, 0 violations
+// CHECK: config budget+schedule: 40 modules, [[N:[0-9]+]] transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in [[N]]
 // CHECK: config budget-reachable: 40 modules, {{[0-9]+}} transformed, 0 violations
-// CHECK: config budget-reachable+schedule: 40 modules, {{[0-9]+}} transformed, 0 violations
-// CHECK: config min-bytes=0+inflight: 40 modules, 40 transformed, 0 violations
+// CHECK: config budget-reachable+schedule: 40 modules, [[N:[0-9]+]] transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in [[N]]
+// CHECK: config min-bytes=0+inflight: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40
 // CHECK-NOT: VIOLATION
 // CHECK: random-steps: seed 1, 40 modules ({{[0-9]+}} ops), 8 configurations, 320 runs, 0 round-trip failures, 0 violations
