@@ -886,8 +886,10 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     if (buffer.backwardArgument && lastPos[id] < 0)
       continue;
     unsigned def = std::min<unsigned>(std::max(buffer.defPos, 0), numOps);
-    events.push_back(
-        {opStart[def], 2 * int64_t(def), buffer.bytes, int(id), def});
+    // Backward's arguments exist when backward starts, before its first op
+    // waits for anything.
+    double defined = buffer.backwardArgument ? issueStart[def] : opStart[def];
+    events.push_back({defined, 2 * int64_t(def), buffer.bytes, int(id), def});
     int last = lastPos[id] < 0 ? int(def) : std::max(lastPos[id], int(def));
     unsigned lastOp = std::min<unsigned>(last, numOps);
     double free = opEnd[lastOp];
