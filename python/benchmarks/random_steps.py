@@ -25,8 +25,11 @@ configurations and checks what the passes guarantee:
   plan=hidden (synchronous copies): the predicted step time grows by at most
   `max-slowdown` (1%);
 - schedule=true: the predicted peak is at most that of the same plan with
-  synchronous copies (its synchronous twin: the same passes and options
-  without offload-schedule-copies, whose selection must match), and at most
+  synchronous loads (its synchronous twin: the same passes and options
+  without offload-schedule-copies, whose selection must match; with
+  release=at-wait, where offload waits hold memory, the twin keeps
+  offload-schedule-copies with max-inflight-bytes=1, so offload waits stay
+  at their release points and every load starts at its wait), and at most
   the peak without offload wherever that twin's is.
 
 What the design does not promise (a peak after above the peak before for a
@@ -52,7 +55,8 @@ the peak without offload, from the default run's report, as a fraction or in
 bytes); budget-reachable and budget-reachable+schedule (a budget drawn
 between the peak with everything offloaded and the peak without, where
 planning has a choice); min-bytes=0+inflight (min-bytes=0 schedule=true
-max-inflight-bytes=16KiB). offload-opt runs with glibc poisoning freed
+max-inflight-bytes=16KiB); schedule+at-wait (schedule=true
+release=at-wait, the PyTorch bridge's release). offload-opt runs with glibc poisoning freed
 memory (`--no-poison` turns it off), so reading freed memory crashes.
 
 Pure Python 3 standard library.
@@ -907,10 +911,14 @@ _MODEL_OPTIONS = {"device-profile", "release", "fuse-memory-bound"}
 
 
 def sync_twin_pipeline(options: str) -> str:
-    """The pass pipeline `--offload-activations=<options>` runs, without
-    offload-schedule-copies and with a JSON report: the same plan (the
-    planner still predicts with the options' `schedule`), every copy left
-    synchronous. Raises ValueError for an option it does not place."""
+    """The pass pipeline `--offload-activations=<options>` runs, with a JSON
+    report and without hoisting loads: the same plan (the planner still
+    predicts with the options' `schedule`) with every load started at its
+    wait. That is the pipeline without offload-schedule-copies (every copy
+    synchronous), except with release=at-wait, where an offload's wait
+    holds its memory: there offload-schedule-copies stays, with
+    max-inflight-bytes=1, so offload waits sit where the scheduled run puts
+    them. Raises ValueError for an option it does not place."""
     opts = dict(tok.split("=", 1) for tok in options.split())
     unknown = set(opts) - _FIND_OPTIONS - _PLAN_OPTIONS - _MODEL_OPTIONS
     if unknown:
@@ -923,8 +931,11 @@ def sync_twin_pipeline(options: str) -> str:
     passes = [with_options("offload-find-saved-activations", _FIND_OPTIONS)]
     if opts.get("plan", "all") != "all" or "budget" in opts:
         passes.append(with_options("offload-plan", _PLAN_OPTIONS | _MODEL_OPTIONS))
-    passes += ["offload-insert-offloads", "offload-reorder-backward", "offload-insert-loads",
-               with_options("offload-report", _MODEL_OPTIONS, ("format=json",))]
+    passes += ["offload-insert-offloads", "offload-reorder-backward", "offload-insert-loads"]
+    if opts.get("release") == "at-wait":
+        passes.append(with_options("offload-schedule-copies", _MODEL_OPTIONS,
+                                   ("max-inflight-bytes=1",)))
+    passes.append(with_options("offload-report", _MODEL_OPTIONS, ("format=json",)))
     return "builtin.module(" + ",".join(passes) + ")"
 
 
@@ -957,6 +968,7 @@ CONFIGS = [
     Config("budget-reachable+schedule", "schedule=true", budget="reachable",
            floor="schedule"),
     Config("min-bytes=0+inflight", "min-bytes=0 schedule=true max-inflight-bytes=16KiB"),
+    Config("schedule+at-wait", "schedule=true release=at-wait"),
 ]
 
 
@@ -1164,10 +1176,10 @@ def check_sync_twin(opt: str, src: str, options: str, step: dict, record: dict,
     record["sync checked"] = True
     if after > sync_after:
         violate(f"schedule=true: predicted peak {after} is above {sync_after}, the peak of "
-                "the same plan with synchronous copies")
+                "the same plan with synchronous loads")
     if sync_after <= before < after:
         violate(f"schedule=true: predicted peak {after} is above {before}, the peak without "
-                "offload, which the same plan with synchronous copies keeps to")
+                "offload, which the same plan with synchronous loads keeps to")
     if sync_after > before:
         record["sync above none"] = True
 

@@ -154,8 +154,8 @@ def test_check_passes_on_a_few_modules(offload_opt, tmp_path, capsys):
                             offload_opt, "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 8 configurations, "
-                     r"24 runs, 0 round-trip failures, 0 violations", out)
+    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 9 configurations, "
+                     r"27 runs, 0 round-trip failures, 0 violations", out)
 
 
 def test_check_reports_a_failing_tool(tmp_path, capsys):
@@ -180,10 +180,16 @@ def test_sync_twin_pipeline():
     assert twin == ("builtin.module(offload-find-saved-activations{min-bytes=0},"
                     "offload-insert-offloads,offload-reorder-backward,offload-insert-loads,"
                     "offload-report{format=json})")
-    twin = random_steps.sync_twin_pipeline("schedule=true budget=0.75 release=at-wait")
-    assert ("offload-plan{schedule=true budget=0.75 release=at-wait}" in twin
-            and "offload-report{release=at-wait format=json}" in twin)
+    twin = random_steps.sync_twin_pipeline("schedule=true budget=0.75 fuse-memory-bound=true")
+    assert ("offload-plan{schedule=true budget=0.75 fuse-memory-bound=true}" in twin
+            and "offload-report{fuse-memory-bound=true format=json}" in twin)
     assert "offload-schedule-copies" not in twin
+    # With release=at-wait offload waits hold memory: they stay where the
+    # scheduled run puts them, and no load is hoisted.
+    twin = random_steps.sync_twin_pipeline("schedule=true release=at-wait")
+    assert twin.endswith("offload-insert-loads,"
+                         "offload-schedule-copies{release=at-wait max-inflight-bytes=1},"
+                         "offload-report{release=at-wait format=json})")
     with pytest.raises(ValueError, match="deny-ops"):
         random_steps.sync_twin_pipeline("schedule=true deny-ops=aten.mm.default")
 
@@ -225,7 +231,7 @@ def test_check_flags_a_scheduled_peak_above_the_synchronous_one(tmp_path, capsys
     rc, out = _check_schedule(_fake_pipeline(tmp_path, 1000, 900, 800), tmp_path, capsys)
     assert rc == 1
     assert ("schedule=true: predicted peak 900 is above 800, the peak of the same plan "
-            "with synchronous copies") in out.err
+            "with synchronous loads") in out.err
     assert "the peak without offload" not in out.err
 
 
@@ -233,7 +239,7 @@ def test_check_flags_a_scheduled_peak_above_no_offload(tmp_path, capsys):
     rc, out = _check_schedule(_fake_pipeline(tmp_path, 1000, 1100, 1000), tmp_path, capsys)
     assert rc == 1
     assert ("schedule=true: predicted peak 1100 is above 1000, the peak without offload, "
-            "which the same plan with synchronous copies keeps to") in out.err
+            "which the same plan with synchronous loads keeps to") in out.err
 
 
 def test_check_counts_a_synchronous_plan_above_no_offload(tmp_path, capsys):

@@ -4,20 +4,23 @@
 // steps from seed 1 (matmuls, elementwise and in-place ops, views, loops,
 // dynamic and small tensors; saved intermediates, views, arguments,
 // duplicates and forward outputs; backward reading them in a random order)
-// and runs offload-opt --offload-activations on each under 8 configurations:
+// and runs offload-opt --offload-activations on each under 9 configurations:
 // the default, schedule=true, plan=hidden, budgets (drawn in [0.5, 1.0] of
 // the peak without offload, and in the reachable range; each without and
-// with schedule=true), and min-bytes=0 with a small in-flight limit. It
+// with schedule=true), min-bytes=0 with a small in-flight limit, and
+// schedule=true with release=at-wait. It
 // checks that every output verifies and parses again to the same text, that
 // every copy start is waited once and every wait comes before the uses of
 // its value, that loads and offloads sit where the passes promise, that
 // every saved result is offloaded or says why it is kept, that no budget
 // plan predicts a peak above its budget, and that plan=hidden slows the
 // predicted step by at most 1%. For each schedule=true configuration it also
-// runs the same passes and options without offload-schedule-copies (the same
-// plan with synchronous copies) and checks that the scheduled plan predicts
-// a peak no higher than that, nor higher than the peak without offload
-// where the synchronous plan's is not (issue 9, item 1). offload-opt runs
+// runs the same passes and options without hoisting loads (the same plan
+// with synchronous loads: without offload-schedule-copies, or with
+// release=at-wait with it and max-inflight-bytes=1, so offload waits stay
+// where they hold memory) and checks that the scheduled plan predicts a
+// peak no higher than that, nor higher than the peak without offload where
+// the synchronous plan's is not (issue 9, item 1). offload-opt runs
 // with glibc poisoning freed memory, so reads of freed memory crash.
 //
 // A failing module is written to %t (with the command that reproduces it);
@@ -37,5 +40,6 @@
 // CHECK: config budget-reachable: 40 modules, {{[0-9]+}} transformed, 0 violations
 // CHECK: config budget-reachable+schedule: 40 modules, [[N:[0-9]+]] transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in [[N]]
 // CHECK: config min-bytes=0+inflight: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40
+// CHECK: config schedule+at-wait: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40
 // CHECK-NOT: VIOLATION
-// CHECK: random-steps: seed 1, 40 modules ({{[0-9]+}} ops), 8 configurations, 320 runs, 0 round-trip failures, 0 violations
+// CHECK: random-steps: seed 1, 40 modules ({{[0-9]+}} ops), 9 configurations, 360 runs, 0 round-trip failures, 0 violations
