@@ -75,6 +75,17 @@ static void splitCopies(Block &body) {
   }
 }
 
+/// Moves `op` right before `anchor`, in the same block. Operation::moveBefore
+/// splices, which invalidates the block's op order, so the next
+/// isBeforeInBlock renumbers the whole block: quadratic over the thousands of
+/// copies a large step has. Removing and inserting leaves the other ops'
+/// order indices valid and numbers only the moved op.
+static void moveOpBefore(Operation *op, Block::iterator anchor) {
+  Block *block = anchor->getBlock();
+  op->remove();
+  block->getOperations().insert(anchor, op);
+}
+
 /// Moves the wait of each offload up to its release point in `plan` (see
 /// StepModel::placeOffloadWaits).
 static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
@@ -91,7 +102,7 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
         target->getBlock() != wait->getBlock() ||
         !start->isBeforeInBlock(target) || !target->isBeforeInBlock(wait))
       continue;
-    wait->moveBefore(target);
+    moveOpBefore(wait, target->getIterator());
   }
 }
 
@@ -143,10 +154,10 @@ static LogicalResult scheduleStep(const TrainingStep &step,
     Operation *def = start.getSource().getDefiningOp();
     if (def && def->getBlock() == start->getBlock() &&
         !def->isBeforeInBlock(anchor)) {
-      start->moveAfter(def);
+      moveOpBefore(start, std::next(def->getIterator()));
       continue;
     }
-    start->moveBefore(anchor);
+    moveOpBefore(start, anchor->getIterator());
   }
   moveOffloadWaits(*model, plan);
   return success();
