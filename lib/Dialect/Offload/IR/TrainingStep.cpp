@@ -7,7 +7,9 @@
 #include "offload/Dialect/Offload/IR/TrainingStep.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
+#include "mlir/IR/RegionKindInterface.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
@@ -18,14 +20,42 @@ bool TrainingStep::isForward(Operation *op) {
          op->hasAttr(OffloadDialect::kBackwardAttrName);
 }
 
-static LogicalResult requireSingleBlockBody(FunctionOpInterface func,
-                                            StringRef role) {
+/// Checks what the passes assume of a function's body: one block, in a region
+/// with SSA dominance (a graph region may hold cyclic uses, which the passes'
+/// walks up use-def chains would follow forever), ending in a return-like
+/// terminator with one operand per function result (the passes read the
+/// saved values off it).
+static LogicalResult requirePassableBody(FunctionOpInterface func,
+                                         StringRef role) {
   if (func.isExternal())
     return func.emitError() << role << " function '" << func.getName()
                             << "' must have a body";
-  if (!func.getFunctionBody().hasOneBlock())
+  Region &body = func.getFunctionBody();
+  if (!body.hasOneBlock())
     return func.emitError() << role << " function '" << func.getName()
                             << "' must have a single block";
+  if (!mayHaveSSADominance(body))
+    return func.emitError()
+           << role << " function '" << func.getName()
+           << "' must have an SSACFG body, not a graph region (uses in a "
+              "graph region may form cycles)";
+  Block &block = body.front();
+  Operation *last = block.empty() ? nullptr : &block.back();
+  if (!last || !last->hasTrait<OpTrait::IsTerminator>() ||
+      !last->hasTrait<OpTrait::ReturnLike>()) {
+    InFlightDiagnostic diag = func.emitError()
+                              << role << " function '" << func.getName()
+                              << "' must end with a return-like terminator";
+    if (last)
+      diag.attachNote(last->getLoc())
+          << "its body ends with '" << last->getName() << "'";
+    return diag;
+  }
+  if (last->getNumOperands() != func.getNumResults())
+    return func.emitError() << role << " function '" << func.getName()
+                            << "' returns " << last->getNumOperands()
+                            << " values but its type has "
+                            << func.getNumResults() << " results";
   return success();
 }
 
@@ -80,8 +110,8 @@ FailureOr<TrainingStep> TrainingStep::get(FunctionOpInterface forward,
              << " has type " << argType;
   }
 
-  if (requireBodies && (failed(requireSingleBlockBody(forward, "forward")) ||
-                        failed(requireSingleBlockBody(backward, "backward"))))
+  if (requireBodies && (failed(requirePassableBody(forward, "forward")) ||
+                        failed(requirePassableBody(backward, "backward"))))
     return failure();
   return TrainingStep(forward, backward, numOutputs);
 }

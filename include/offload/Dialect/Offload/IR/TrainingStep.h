@@ -26,8 +26,9 @@ class TrainingStep {
 public:
   /// Checks the contract on `forward` (which must carry `offload.backward`)
   /// and emits a diagnostic at the offending location on failure. With
-  /// `requireBodies`, both functions must also have a single-block body, as
-  /// the passes need.
+  /// `requireBodies`, both functions must also have what the passes need: a
+  /// single-block body in an SSACFG region (no graph region), ending in a
+  /// return-like terminator with one operand per result.
   static FailureOr<TrainingStep> get(FunctionOpInterface forward,
                                      bool requireBodies = true);
 
