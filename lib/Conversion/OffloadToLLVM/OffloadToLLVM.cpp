@@ -113,6 +113,10 @@ public:
     auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
     if (!sourceType)
       return rewriter.notifyMatchFailure(op, "not bufferized");
+    auto resultType = cast<MemRefType>(getCopyResultType(op));
+    if (!this->getTypeConverter()->convertType(sourceType) ||
+        !this->getTypeConverter()->convertType(resultType))
+      return rewriter.notifyMatchFailure(op, "memref type not convertible");
     Location loc = op.getLoc();
     MemRefDescriptor source(adaptor.getSource());
     SmallVector<Value> dynamicSizes;
@@ -126,8 +130,7 @@ public:
     auto [allocated, aligned] =
         emitCopy(op, source, sourceType, bytes, rewriter);
     Value result = this->createMemRefDescriptor(
-        loc, cast<MemRefType>(getCopyResultType(op)), allocated, aligned,
-        sizes, strides, rewriter);
+        loc, resultType, allocated, aligned, sizes, strides, rewriter);
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -198,6 +201,8 @@ public:
     auto bufferType = dyn_cast<MemRefType>(op.getResult().getType());
     if (!bufferType)
       return rewriter.notifyMatchFailure(op, "not bufferized");
+    if (!getTypeConverter()->convertType(bufferType))
+      return rewriter.notifyMatchFailure(op, "memref type not convertible");
     if (isHostMemRefType(bufferType)) {
       rewriter.replaceOp(op, adaptor.getFuture());
       return success();
@@ -294,27 +299,57 @@ static void eraseHostMemorySpace(Operation *op) {
                                         /*replaceTypes=*/true);
 }
 
+/// The buffer type an operand or result of a copy stands for: a memref, or
+/// the memref of a future; null on tensors.
+static MemRefType getBufferType(Type type) {
+  if (auto future = dyn_cast<FutureType>(type))
+    type = future.getValueType();
+  return dyn_cast<MemRefType>(type);
+}
+
+/// True for the memory spaces the lowering can map to an LLVM address space:
+/// none, an integer, or `#offload.host` (which becomes 0).
+static bool hasLowerableMemorySpace(MemRefType type) {
+  Attribute space = type.getMemorySpace();
+  return !space || isa<IntegerAttr, HostMemoryAttr>(space);
+}
+
+/// Checks that `op`, an offload op, can be lowered; emits the error at the op
+/// otherwise.
+static LogicalResult checkLowerable(Operation *op) {
+  bool onTensors = llvm::any_of(op->getResultTypes(), [](Type type) {
+    if (auto future = dyn_cast<FutureType>(type))
+      type = future.getValueType();
+    return isa<TensorType>(type);
+  });
+  if (onTensors)
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' on tensors; run one-shot-bufferize first";
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
+                                            op->getResultTypes())) {
+    MemRefType buffer = getBufferType(type);
+    if (buffer && !hasLowerableMemorySpace(buffer))
+      return op->emitError()
+             << "cannot lower '" << op->getName() << "': memory space "
+             << buffer.getMemorySpace() << " of " << buffer
+             << " is not an integer address space; map it to one first";
+  }
+  return success();
+}
+
 namespace {
 struct ConvertOffloadToLLVM
     : public offload::impl::ConvertOffloadToLLVMBase<ConvertOffloadToLLVM> {
   void runOnOperation() override {
-    // Tensor-level copies must have been bufferized first.
-    WalkResult leftover = getOperation().walk([](Operation *op) {
-      bool onTensors = llvm::any_of(op->getResultTypes(), [](Type type) {
-        if (auto future = dyn_cast<FutureType>(type))
-          type = future.getValueType();
-        return isa<TensorType>(type);
-      });
-      if (isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp,
-              WaitOp>(op) &&
-          onTensors) {
-        op->emitError() << "cannot lower '" << op->getName()
-                        << "' on tensors; run one-shot-bufferize first";
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
+    // Refuse what the patterns cannot lower, with an error at the op: copies
+    // still on tensors, and memory spaces without an LLVM address space.
+    WalkResult refused = getOperation().walk([](Operation *op) {
+      if (!isa_and_nonnull<OffloadDialect>(op->getDialect()))
+        return WalkResult::advance();
+      return failed(checkLowerable(op)) ? WalkResult::interrupt()
+                                        : WalkResult::advance();
     });
-    if (leftover.wasInterrupted())
+    if (refused.wasInterrupted())
       return signalPassFailure();
 
     MLIRContext *ctx = &getContext();

@@ -105,3 +105,30 @@ func.func @split_not_bufferized(%x: tensor<4xf32>) {
   %h = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
   return
 }
+
+// -----
+
+// Memory spaces the LLVM type converter cannot map to an address space are
+// refused up front, at the copy (this crashed in the type conversion).
+func.func @load_to_named_space(%h: memref<4xf32, #offload.host>) -> memref<4xf32, "dev"> {
+  // expected-error @+1 {{cannot lower 'offload.load_buffer': memory space "dev" of 'memref<4xf32, "dev">' is not an integer address space}}
+  %d = offload.load_buffer %h : memref<4xf32, #offload.host> -> memref<4xf32, "dev">
+  return %d : memref<4xf32, "dev">
+}
+
+// -----
+
+func.func @offload_from_gpu_space(%d: memref<4xf32, #gpu.address_space<global>>) -> memref<4xf32, #offload.host> {
+  // expected-error @+1 {{cannot lower 'offload.offload_buffer': memory space #gpu.address_space<global> of 'memref<4xf32, #gpu.address_space<global>>' is not an integer address space}}
+  %h = offload.offload_buffer %d : memref<4xf32, #gpu.address_space<global>> -> memref<4xf32, #offload.host>
+  return %h : memref<4xf32, #offload.host>
+}
+
+// -----
+
+func.func @split_to_named_space(%h: memref<4xf32, #offload.host>) -> memref<4xf32, "dev"> {
+  // expected-error @+1 {{cannot lower 'offload.load_start': memory space "dev" of 'memref<4xf32, "dev">' is not an integer address space}}
+  %f = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32, "dev">>
+  %d = offload.wait %f : !offload.future<memref<4xf32, "dev">>
+  return %d : memref<4xf32, "dev">
+}
