@@ -307,11 +307,15 @@ static MemRefType getBufferType(Type type) {
   return dyn_cast<MemRefType>(type);
 }
 
-/// True for the memory spaces the lowering can map to an LLVM address space:
-/// none, an integer, or `#offload.host` (which becomes 0).
+/// True for the memory spaces the lowering handles: none, `0`, or
+/// `#offload.host` (which becomes 0). offload_rt takes and returns generic
+/// pointers, so a buffer in another address space would need casts the
+/// lowering does not make.
 static bool hasLowerableMemorySpace(MemRefType type) {
   Attribute space = type.getMemorySpace();
-  return !space || isa<IntegerAttr, HostMemoryAttr>(space);
+  if (auto integer = dyn_cast_or_null<IntegerAttr>(space))
+    return integer.getValue().isZero();
+  return !space || isa<HostMemoryAttr>(space);
 }
 
 /// Checks that `op`, an offload op, can be lowered; emits the error at the op
@@ -332,7 +336,8 @@ static LogicalResult checkLowerable(Operation *op) {
       return op->emitError()
              << "cannot lower '" << op->getName() << "': memory space "
              << buffer.getMemorySpace() << " of " << buffer
-             << " is not an integer address space; map it to one first";
+             << " is not address space 0 (offload_rt takes and returns "
+                "generic pointers); map it to 0 first";
   }
   return success();
 }
