@@ -174,6 +174,10 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
           continue;
         }
       }
+      if (std::optional<Ref> ref = lookup(getInPlaceSource(result))) {
+        refs[result] = *ref; // An in-place write returns its operand's storage.
+        continue;
+      }
       unsigned buffer = newBuffer(result, pos);
       simOp.defs.push_back(buffer);
       refs[result] = buffer;

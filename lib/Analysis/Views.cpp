@@ -21,13 +21,36 @@ Value mlir::offload::getViewSource(Operation *op) {
   return nullptr;
 }
 
-Value mlir::offload::getStorageRoot(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    Value source = getViewSource(def);
-    if (!source)
-      break;
-    value = source;
+Value mlir::offload::getInPlaceSource(OpResult result) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(result.getOwner());
+  if (!effects)
+    return nullptr;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  for (const MemoryEffects::EffectInstance &instance : instances) {
+    if (!isa<MemoryEffects::Write>(instance.getEffect()))
+      continue;
+    OpOperand *written = instance.getEffectValue<OpOperand *>();
+    if (written && written->get().getType() == result.getType())
+      return written->get();
   }
+  return nullptr;
+}
+
+/// The value whose storage `value` shares: a view's source, or the operand
+/// its op writes in place; null if `value` owns its storage.
+static Value getStorageSource(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return nullptr;
+  if (Value source = getViewSource(result.getOwner()))
+    return source;
+  return getInPlaceSource(result);
+}
+
+Value mlir::offload::getStorageRoot(Value value) {
+  while (Value source = getStorageSource(value))
+    value = source;
   return value;
 }
 
@@ -36,11 +59,10 @@ SmallVector<Value> mlir::offload::collectViewClosure(Value root) {
   closure.insert(root);
   for (unsigned i = 0; i < closure.size(); ++i) {
     Value value = closure[i];
-    for (Operation *user : value.getUsers()) {
-      auto view = dyn_cast<ViewLikeOpInterface>(user);
-      if (view && view.getViewSource() == value)
-        closure.insert(view.getViewDest());
-    }
+    for (Operation *user : value.getUsers())
+      for (Value result : user->getResults())
+        if (getStorageSource(result) == value)
+          closure.insert(result);
   }
   return closure.takeVector();
 }

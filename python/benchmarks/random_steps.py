@@ -16,9 +16,9 @@ configurations and checks what the passes guarantee:
   once, later in the same block; every value is defined before its uses;
   each host-resident backward argument has at most one load, which (or whose
   wait) sits right before the first use of the loaded value;
-- no op reads the storage of an offloaded value (the value or any view of
-  its storage root) after its offload, and the offload sits right after the
-  last such read;
+- no op reads the storage of an offloaded value (the value or any view or
+  in-place result of its storage root) after its offload, and the offload
+  sits right after the last such read;
 - every saved result is offloaded or carries `offload.kept = "..."`; none is
   left `offload.selected`; the report counts the same offloaded values;
 - plan=budget: the predicted peak after is at most the budget;
@@ -815,15 +815,37 @@ def check_function(f: Func) -> list[str]:
     return problems
 
 
+_MUTATES = re.compile(r"mutates = array<i64: ([\d, ]+)>")
+
+
+def in_place_source(op: Op) -> str | None:
+    """The operand whose storage an in-place `trace.op` (one with `mutates`)
+    returns: the first mutated operand of the result's type, as
+    offload::getInPlaceSource decides."""
+    m = _MUTATES.search(op.text)
+    if op.name != "trace.op" or not m or len(op.results) != 1 or " : (" not in op.text:
+        return None
+    inputs, _, result = op.text.rsplit(" : (", 1)[1].partition(") -> ")
+    in_types = _split_top(inputs)
+    operands = op.operands()
+    for i in (int(x) for x in m.group(1).split(",")):
+        if i < len(operands) and i < len(in_types) and in_types[i] == result.strip():
+            return operands[i]
+    return None
+
+
 def check_offload_placement(fwd: Func) -> list[str]:
     """Each offload sits right after the last read of its storage, and
-    nothing reads that storage afterwards."""
+    nothing reads that storage afterwards. Views and in-place results share
+    their source's storage."""
     problems = []
     defs = {r: op for op in fwd.ops for r in op.results}
     view_source = {}
     for op in fwd.ops:
         if op.name == "trace.view":
             view_source[op.results[0]] = op.operands()[0]
+        elif (source := in_place_source(op)) is not None:
+            view_source[op.results[0]] = source
 
     def root_of(v):
         while v in view_source:

@@ -81,3 +81,19 @@ func.func @forward_trace(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64
 func.func @backward_trace(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) {
   return
 }
+
+// -----
+
+// An in-place op's result is its written operand's storage: saving the
+// operand while the result is a forward output frees nothing.
+// CHECK-LABEL: func @forward_in_place
+// CHECK-SAME: -> (tensor<256xf32>, tensor<256xf32> {offload.kept = "shares storage with forward output #0"})
+func.func @forward_in_place(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = trace.op "aten.exp.default"(%x) : (tensor<256xf32>) -> tensor<256xf32>
+  %1 = trace.op "aten.relu_.default"(%0) {mutates = array<i64: 0>} : (tensor<256xf32>) -> tensor<256xf32>
+  return %1, %0 : tensor<256xf32>, tensor<256xf32>
+}
+func.func @backward(%a: tensor<256xf32>) {
+  return
+}

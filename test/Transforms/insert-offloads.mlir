@@ -82,6 +82,51 @@ func.func @backward(%a: tensor<256xf32>, %b: tensor<256xf32>) -> tensor<256xf32>
 
 // -----
 
+// An op that writes its operand in place returns that operand's storage
+// (trace.op with `mutates`, like aten.relu_): a later read of its result is a
+// read of the saved storage, so the offload goes after it, not before.
+// CHECK-LABEL: func @forward
+// CHECK: %[[E:.*]] = trace.op "aten.exp.default"
+// CHECK-NEXT: %[[R:.*]] = trace.op "aten.relu_.default"(%[[E]])
+// CHECK-NEXT: trace.op "aten.tanh.default"
+// CHECK-NEXT: %[[N:.*]] = trace.op "aten.neg.default"(%[[R]])
+// CHECK-NEXT: offload.offload_to_cpu %[[E]]
+// CHECK-NEXT: return %[[N]]
+func.func @forward(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = trace.op "aten.exp.default"(%x) : (tensor<256xf32>) -> tensor<256xf32>
+  %1 = trace.op "aten.relu_.default"(%0) {mutates = array<i64: 0>} : (tensor<256xf32>) -> tensor<256xf32>
+  %2 = trace.op "aten.tanh.default"(%x) : (tensor<256xf32>) -> tensor<256xf32>
+  %3 = trace.op "aten.neg.default"(%1) : (tensor<256xf32>) -> tensor<256xf32>
+  return %3, %0 : tensor<256xf32>, tensor<256xf32>
+}
+func.func @backward(%s: tensor<256xf32>) {
+  return
+}
+
+// -----
+
+// The same when the saved value is the in-place result: reads of the
+// storage under its earlier name count too.
+// CHECK-LABEL: func @forward
+// CHECK: %[[E:.*]] = trace.op "aten.exp.default"
+// CHECK-NEXT: %[[R:.*]] = trace.op "aten.relu_.default"(%[[E]])
+// CHECK-NEXT: %[[N:.*]] = trace.op "aten.neg.default"(%[[E]])
+// CHECK-NEXT: offload.offload_to_cpu %[[R]]
+// CHECK-NEXT: return %[[N]]
+func.func @forward(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = trace.op "aten.exp.default"(%x) : (tensor<256xf32>) -> tensor<256xf32>
+  %1 = trace.op "aten.relu_.default"(%0) {mutates = array<i64: 0>} : (tensor<256xf32>) -> tensor<256xf32>
+  %2 = trace.op "aten.neg.default"(%0) : (tensor<256xf32>) -> tensor<256xf32>
+  return %2, %1 : tensor<256xf32>, tensor<256xf32>
+}
+func.func @backward(%s: tensor<256xf32>) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{cannot offload saved result #1: it is a function argument}}
 func.func @forward(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32> {offload.selected})
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {

@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // A view shares storage with its source: keeping a view alive keeps the
-// source's memory alive, and a view is not a real consumer of the data. Views
+// source's memory alive, and a view is not a real consumer of the data. The
+// result of an op that writes an operand in place and returns it shares that
+// operand's storage too, but is a real consumer. Views
 // are recognised through ViewLikeOpInterface only; tensor reshapes, slices and
 // casts get that interface as external models from
 // registerTensorViewExternalModels, so the passes carry no op lists.
@@ -26,10 +28,19 @@ namespace offload {
 /// The source `op` views, if `op` is a view; null otherwise.
 Value getViewSource(Operation *op);
 
-/// Follows view sources up from `value` to the value that owns the storage.
+/// The operand whose storage `result` is, because its op writes that operand
+/// in place and returns it (a `trace.op` with `mutates`, like `aten.relu_`):
+/// the first operand the op declares a MemoryEffects::Write on whose type is
+/// the result's type. Null if there is none, or the op does not declare its
+/// effects.
+Value getInPlaceSource(OpResult result);
+
+/// Follows view sources and in-place writes up from `value` to the value
+/// that owns the storage.
 Value getStorageRoot(Value value);
 
-/// `root` and every value reached from it through views, in discovery order.
+/// `root` and every value reached from it through views and in-place writes
+/// (the values sharing its storage), in discovery order.
 SmallVector<Value> collectViewClosure(Value root);
 
 /// The ancestor of `op` (or `op` itself) that lives directly in `block`;
