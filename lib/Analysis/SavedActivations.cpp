@@ -16,21 +16,9 @@ using namespace mlir;
 using namespace mlir::offload;
 
 std::optional<int64_t> mlir::offload::getTensorSizeInBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
+  if (!isa<RankedTensorType>(type))
     return std::nullopt;
-  Type element = tensor.getElementType();
-  int64_t bits;
-  if (element.isIntOrFloat())
-    bits = element.getIntOrFloatBitWidth();
-  else if (auto complex = dyn_cast<ComplexType>(element);
-           complex && complex.getElementType().isIntOrFloat())
-    bits = 2 * complex.getElementType().getIntOrFloatBitWidth();
-  else if (element.isIndex())
-    bits = 64;
-  else
-    return std::nullopt;
-  return (tensor.getNumElements() * bits + 7) / 8;
+  return getStorageBytes(type);
 }
 
 /// The framework op a traced op stands for (its `target` attribute, as the

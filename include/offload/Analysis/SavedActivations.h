@@ -15,8 +15,9 @@
 namespace mlir {
 namespace offload {
 
-/// Bytes a tensor of `type` occupies; nullopt for dynamic shapes, unranked
-/// tensors and element types without a fixed bit width.
+/// Bytes a ranked tensor of `type` occupies (offload::getStorageBytes: sub-byte
+/// elements take a byte each); nullopt for other types, dynamic shapes and
+/// element types without a known size.
 std::optional<int64_t> getTensorSizeInBytes(Type type);
 
 /// A short name for the op that produced `value`: the trace node name and

@@ -123,10 +123,23 @@ public:
     for (auto [i, size] : llvm::enumerate(sourceType.getShape()))
       if (ShapedType::isDynamic(size))
         dynamicSizes.push_back(source.size(rewriter, loc, i));
+    // The copy's size comes from the one definition of element sizes, which
+    // the analyses and the report use too (checkLowerable refused the element
+    // types it does not know).
+    std::optional<int64_t> elementBytes = getElementStorageBytes(
+        sourceType.getElementType(),
+        this->getTypeConverter()->getIndexTypeBitwidth());
+    if (!elementBytes)
+      return rewriter.notifyMatchFailure(op, "element size unknown");
     SmallVector<Value> sizes, strides;
-    Value bytes;
+    Value numElements;
     this->getMemRefDescriptorSizes(loc, sourceType, dynamicSizes, rewriter,
-                                   sizes, strides, bytes);
+                                   sizes, strides, numElements,
+                                   /*sizeInBytes=*/false);
+    Type indexType = this->getIndexType();
+    Value bytes = LLVM::MulOp::create(
+        rewriter, loc, indexType, numElements,
+        this->createIndexAttrConstant(rewriter, loc, indexType, *elementBytes));
     auto [allocated, aligned] =
         emitCopy(op, source, sourceType, bytes, rewriter);
     Value result = this->createMemRefDescriptor(
@@ -332,6 +345,10 @@ static LogicalResult checkLowerable(Operation *op) {
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
                                             op->getResultTypes())) {
     MemRefType buffer = getBufferType(type);
+    if (buffer && !getElementStorageBytes(buffer.getElementType()))
+      return op->emitError()
+             << "cannot lower '" << op->getName() << "': the storage size of "
+             << buffer.getElementType() << " elements is not known";
     if (buffer && !hasLowerableMemorySpace(buffer))
       return op->emitError()
              << "cannot lower '" << op->getName() << "': memory space "

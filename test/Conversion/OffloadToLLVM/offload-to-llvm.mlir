@@ -4,7 +4,9 @@
 // buffer's address, its size in bytes and that stream. The host buffer's
 // descriptor holds the handle (allocated) and the pinned data (aligned).
 // CHECK-LABEL: func @offload
-// CHECK: %[[BYTES:.*]] = llvm.ptrtoint
+// CHECK: %[[N:.*]] = llvm.mlir.constant(128 : index) : i64
+// CHECK: %[[EB:.*]] = llvm.mlir.constant(2 : index) : i64
+// CHECK: %[[BYTES:.*]] = llvm.mul %[[N]], %[[EB]] : i64
 // CHECK: %[[PTR:.*]] = llvm.extractvalue %{{.*}}[1]
 // CHECK: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream() : () -> !llvm.ptr
 // CHECK-NEXT: %[[H:.*]] = llvm.call @offload_rt_mlir_offload_start(%[[PTR]], %[[BYTES]], %[[S]]) : (!llvm.ptr, i64, !llvm.ptr) -> !llvm.ptr
@@ -141,4 +143,39 @@ func.func @load_to_space_1(%h: memref<4xf32, #offload.host>) -> memref<4xf32, 1>
   // expected-error @+1 {{cannot lower 'offload.load_buffer': memory space 1 : i64 of 'memref<4xf32, 1>' is not address space 0}}
   %d = offload.load_buffer %h : memref<4xf32, #offload.host> -> memref<4xf32, 1>
   return %d : memref<4xf32, 1>
+}
+
+// -----
+
+// Sizes come from offload::getElementStorageBytes, as in the analyses: an i1
+// or i4 element is one byte.
+// CHECK-LABEL: func @offload_i1
+// CHECK: %[[N:.*]] = llvm.mlir.constant(128 : index) : i64
+// CHECK: %[[EB:.*]] = llvm.mlir.constant(1 : index) : i64
+// CHECK: %[[BYTES:.*]] = llvm.mul %[[N]], %[[EB]] : i64
+// CHECK: llvm.call @offload_rt_mlir_offload_start(%{{.*}}, %[[BYTES]], %{{.*}})
+func.func @offload_i1(%d: memref<8x16xi1>) -> memref<8x16xi1, #offload.host> {
+  %h = offload.offload_buffer %d : memref<8x16xi1> -> memref<8x16xi1, #offload.host>
+  return %h : memref<8x16xi1, #offload.host>
+}
+
+// -----
+
+// CHECK-LABEL: func @load_i4
+// CHECK: %[[N:.*]] = llvm.mlir.constant(64 : index) : i64
+// CHECK: %[[EB:.*]] = llvm.mlir.constant(1 : index) : i64
+// CHECK: %[[BYTES:.*]] = llvm.mul %[[N]], %[[EB]] : i64
+// CHECK: llvm.call @offload_rt_mlir_load_start(%{{.*}}, %[[BYTES]], %{{.*}})
+func.func @load_i4(%h: memref<8x8xi4, #offload.host>) -> memref<8x8xi4> {
+  %d = offload.load_buffer %h : memref<8x8xi4, #offload.host> -> memref<8x8xi4>
+  return %d : memref<8x8xi4>
+}
+
+// -----
+
+// An element whose padding depends on the data layout has no known size.
+func.func @odd_width(%d: memref<4xi24>) -> memref<4xi24, #offload.host> {
+  // expected-error @+1 {{cannot lower 'offload.offload_buffer': the storage size of 'i24' elements is not known}}
+  %h = offload.offload_buffer %d : memref<4xi24> -> memref<4xi24, #offload.host>
+  return %h : memref<4xi24, #offload.host>
 }

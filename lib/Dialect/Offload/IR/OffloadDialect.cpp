@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -57,6 +58,41 @@ bool mlir::offload::isHostMemRefType(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   return memref && memref.getLayout().isIdentity() &&
          isa_and_nonnull<HostMemoryAttr>(memref.getMemorySpace());
+}
+
+//===----------------------------------------------------------------------===//
+// Sizes
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> mlir::offload::getElementStorageBytes(Type element,
+                                                             unsigned indexBits) {
+  if (auto complex = dyn_cast<ComplexType>(element)) {
+    std::optional<int64_t> part =
+        getElementStorageBytes(complex.getElementType(), indexBits);
+    return part ? std::optional<int64_t>(2 * *part) : std::nullopt;
+  }
+  unsigned bits;
+  if (element.isIndex())
+    bits = indexBits;
+  else if (element.isIntOrFloat())
+    bits = element.getIntOrFloatBitWidth();
+  else
+    return std::nullopt;
+  int64_t bytes = llvm::divideCeil(bits, 8);
+  if (!llvm::isPowerOf2_64(bytes) || bytes > 16)
+    return std::nullopt;
+  return bytes;
+}
+
+std::optional<int64_t> mlir::offload::getStorageBytes(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return std::nullopt;
+  std::optional<int64_t> element =
+      getElementStorageBytes(shaped.getElementType());
+  if (!element)
+    return std::nullopt;
+  return shaped.getNumElements() * *element;
 }
 
 //===----------------------------------------------------------------------===//

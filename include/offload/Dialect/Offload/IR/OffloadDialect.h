@@ -13,6 +13,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+
 #include "offload/Dialect/Offload/IR/OffloadOpsDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -39,6 +41,24 @@ bool isHostMemRefType(Type type);
 /// buffer), shape and element type, and that a result buffer has an identity
 /// layout (it is a new allocation); emits the error on `op`.
 LogicalResult verifyCopyTypes(Operation *op, Type source, Type result);
+
+/// Bytes one element of type `element` occupies in a buffer: its bit width
+/// rounded up to whole bytes, so i1 and other sub-byte types take one byte
+/// each (PyTorch's bool, and memrefs lowered to LLVM, store them so); twice
+/// the part's for a complex; `indexBits` rounded up for index. nullopt for
+/// element types without a fixed width, and for widths whose padding depends
+/// on the target's data layout (rounded up, anything but 1, 2, 4, 8 or 16
+/// bytes: i24, f80).
+///
+/// This is the one definition of sizes: the analyses, the cost model, the
+/// report and the lowering's copy sizes all go through it.
+std::optional<int64_t> getElementStorageBytes(Type element,
+                                              unsigned indexBits = 64);
+
+/// Bytes a statically shaped tensor or memref of `type` occupies (elements
+/// times getElementStorageBytes); nullopt for dynamic shapes, unranked types
+/// and element types without a known size.
+std::optional<int64_t> getStorageBytes(Type type);
 
 /// True for a host tensor or a host memref.
 inline bool isHostResident(Type type) {
