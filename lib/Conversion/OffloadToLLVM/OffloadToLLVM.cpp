@@ -342,6 +342,16 @@ static LogicalResult checkLowerable(Operation *op) {
   if (onTensors)
     return op->emitError() << "cannot lower '" << op->getName()
                            << "' on tensors; run one-shot-bufferize first";
+  // The runtime copies `bytes` from the source's start: only a contiguous
+  // source is copied right (the verifier checks it too; this also guards
+  // other users of the patterns, as isConvertibleAndHasIdentityMaps does
+  // upstream).
+  if (isa<OffloadBufferOp, OffloadStartOp>(op))
+    if (auto source = dyn_cast<MemRefType>(op->getOperand(0).getType());
+        source && !isContiguousMemRef(source))
+      return op->emitError() << "cannot lower '" << op->getName()
+                             << "': source " << source
+                             << " is not contiguous";
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
                                             op->getResultTypes())) {
     MemRefType buffer = getBufferType(type);

@@ -69,3 +69,42 @@ func.func @mixed_kinds(%d: memref<4xf32>) {
 
 // expected-error @+1 {{a future's value must be a ranked tensor or a memref, not 'f32'}}
 func.func private @bad_future(!offload.future<f32>)
+
+// -----
+
+// A copy reads its source as one run of bytes: a strided source must be
+// contiguous (row-major strides, any offset).
+// CHECK-LABEL: func @contiguous_strided
+// CHECK: offload.offload_buffer %{{.*}} : memref<4x16xf32, strided<[16, 1], offset: ?>> -> memref<4x16xf32, #offload.host>
+// CHECK: offload.offload_start %{{.*}} : memref<?x16xf32, strided<[16, 1], offset: 32>> -> !offload.future<memref<?x16xf32, #offload.host>>
+func.func @contiguous_strided(%d: memref<4x16xf32, strided<[16, 1], offset: ?>>, %e: memref<?x16xf32, strided<[16, 1], offset: 32>>) {
+  %h = offload.offload_buffer %d : memref<4x16xf32, strided<[16, 1], offset: ?>> -> memref<4x16xf32, #offload.host>
+  %f = offload.offload_start %e : memref<?x16xf32, strided<[16, 1], offset: 32>> -> !offload.future<memref<?x16xf32, #offload.host>>
+  %w = offload.wait %f : !offload.future<memref<?x16xf32, #offload.host>>
+  return
+}
+
+// -----
+
+func.func @strided_source(%d: memref<8x8xf32, strided<[16, 2]>>) {
+  // expected-error @+1 {{source 'memref<8x8xf32, strided<[16, 2]>>' is not contiguous: the copy reads it as one run of bytes; copy it into a contiguous buffer first}}
+  %h = offload.offload_buffer %d : memref<8x8xf32, strided<[16, 2]>> -> memref<8x8xf32, #offload.host>
+  return
+}
+
+// -----
+
+func.func @dynamic_strides(%d: memref<4x4xf32, strided<[?, 1], offset: ?>>) {
+  // expected-error @+1 {{source 'memref<4x4xf32, strided<[?, 1], offset: ?>>' is not contiguous}}
+  %f = offload.offload_start %d : memref<4x4xf32, strided<[?, 1], offset: ?>> -> !offload.future<memref<4x4xf32, #offload.host>>
+  %w = offload.wait %f : !offload.future<memref<4x4xf32, #offload.host>>
+  return
+}
+
+// -----
+
+func.func @transposed_source(%d: memref<4x8xf32, affine_map<(d0, d1) -> (d1 * 4 + d0)>>) {
+  // expected-error @+1 {{is not contiguous}}
+  %h = offload.offload_buffer %d : memref<4x8xf32, affine_map<(d0, d1) -> (d1 * 4 + d0)>> -> memref<4x8xf32, #offload.host>
+  return
+}

@@ -13,8 +13,10 @@ using namespace mlir;
 using namespace mlir::offload;
 
 LogicalResult OffloadBufferOp::verify() {
-  return verifyCopyTypes(*this, getSource().getType(),
-                                  getResult().getType());
+  if (failed(verifyCopyTypes(*this, getSource().getType(),
+                             getResult().getType())))
+    return failure();
+  return verifyContiguousSource(*this, getSource().getType());
 }
 
 LogicalResult LoadBufferOp::verify() {

@@ -60,6 +60,11 @@ bool mlir::offload::isHostMemRefType(Type type) {
          isa_and_nonnull<HostMemoryAttr>(memref.getMemorySpace());
 }
 
+bool mlir::offload::isContiguousMemRef(MemRefType type) {
+  return type.getLayout().isIdentity() ||
+         type.areTrailingDimsContiguous(type.getRank());
+}
+
 //===----------------------------------------------------------------------===//
 // Sizes
 //===----------------------------------------------------------------------===//

@@ -63,9 +63,21 @@ static LogicalResult verifyFutureUses(Operation *op, Value future) {
   return success();
 }
 
+LogicalResult mlir::offload::verifyContiguousSource(Operation *op,
+                                                    Type source) {
+  auto buffer = dyn_cast<MemRefType>(source);
+  if (!buffer || isContiguousMemRef(buffer))
+    return success();
+  return op->emitOpError()
+         << "source " << source
+         << " is not contiguous: the copy reads it as one run of bytes; copy "
+            "it into a contiguous buffer first";
+}
+
 LogicalResult OffloadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
-                                      getFuture().getType().getValueType())))
+                                      getFuture().getType().getValueType())) ||
+      failed(verifyContiguousSource(*this, getSource().getType())))
     return failure();
   return verifyFutureUses(*this, getFuture());
 }

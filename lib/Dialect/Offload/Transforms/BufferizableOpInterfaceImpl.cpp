@@ -6,7 +6,9 @@
 //
 // Every copy reads its operand and writes a fresh allocation of the other
 // memory: it never aliases its operand and never writes it, so bufferization
-// needs no copy of the operand. The asynchronous forms keep their shape: a
+// needs no copy of the operand, except where the operand's buffer is not
+// contiguous (a strided view): a copy reads its source as one run of bytes,
+// so such a source is first copied into a contiguous buffer. The asynchronous forms keep their shape: a
 // start takes the source's buffer and yields a future of a buffer, the wait
 // yields that buffer.
 //
@@ -17,6 +19,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/DialectRegistry.h"
 
 using namespace mlir;
@@ -65,8 +68,34 @@ struct ReadIntoNewMemory
   }
 };
 
-/// Replaces a copy of a tensor by `NewOp` on the source's buffer. The new op
-/// yields the buffer of `valueType`, or with `asFuture` a future of it.
+/// `buffer` if a copy can read it as one run of bytes; otherwise (a strided
+/// view, such as the subview a saved `tensor.extract_slice` becomes) a new
+/// identity-layout allocation in its memory space that `buffer` is copied
+/// into first.
+static FailureOr<Value> getContiguousBuffer(RewriterBase &rewriter,
+                                            Location loc, Value buffer,
+                                            const BufferizationOptions &options) {
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  if (!type || isContiguousMemRef(type))
+    return buffer;
+  auto denseType =
+      MemRefType::get(type.getShape(), type.getElementType(),
+                      MemRefLayoutAttrInterface(), type.getMemorySpace());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(memref::DimOp::create(rewriter, loc, buffer, dim));
+  FailureOr<Value> dense =
+      options.createAlloc(rewriter, loc, denseType, dynamicSizes);
+  if (failed(dense) ||
+      failed(options.createMemCpy(rewriter, loc, buffer, *dense)))
+    return failure();
+  return *dense;
+}
+
+/// Replaces a copy of a tensor by `NewOp` on the source's buffer (for a
+/// device-to-host copy, made contiguous first if it is not). The new op yields the buffer of
+/// `valueType`, or with `asFuture` a future of it.
 template <typename NewOp>
 LogicalResult replaceWithBufferCopy(Operation *op, Value source,
                                     RankedTensorType valueType, bool asFuture,
@@ -76,6 +105,14 @@ LogicalResult replaceWithBufferCopy(Operation *op, Value source,
   FailureOr<Value> buffer = getBuffer(rewriter, source, options, state);
   if (failed(buffer))
     return failure();
+  // Only device sources: a host source is a pinned block the runtime
+  // allocated, which a copy into a new host allocation would not be.
+  if constexpr (std::is_same_v<NewOp, OffloadBufferOp> ||
+                std::is_same_v<NewOp, OffloadStartOp>) {
+    buffer = getContiguousBuffer(rewriter, op->getLoc(), *buffer, options);
+    if (failed(buffer))
+      return failure();
+  }
   FailureOr<BufferLikeType> bufferType =
       getCopyBufferType(op, valueType, options);
   if (failed(bufferType))

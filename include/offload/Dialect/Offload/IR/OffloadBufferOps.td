@@ -23,6 +23,12 @@ def Offload_OffloadBufferOp : Offload_Op<"offload_buffer"> {
     work already queued on the compute stream. The compute stream does not
     wait for the copy; the runtime keeps the host block until it is freed.
 
+    The copy reads `source` as one run of bytes from its start, so `source`
+    must be contiguous: an identity layout, or a strided layout with
+    row-major strides (any offset). Bufferizing `offload.offload_to_cpu` of
+    a strided view (a saved `tensor.extract_slice`) copies it into a
+    contiguous buffer first; the verifier rejects any other source.
+
     ```mlir
     %h = offload.offload_buffer %d : memref<8x1024xbf16> -> memref<8x1024xbf16, #offload.host>
     ```

@@ -37,6 +37,12 @@ RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 /// layout (what bufferizing a host tensor produces).
 bool isHostMemRefType(Type type);
 
+/// True for a memref whose elements are dense in row-major order: an identity
+/// layout, or a strided layout whose strides are the row-major ones (any
+/// offset). A copy reads its source as one run of bytes, so only such a
+/// source can be copied as is.
+bool isContiguousMemRef(MemRefType type);
+
 /// Checks that a copy from `source` to `result` keeps the kind (tensor or
 /// buffer), shape and element type, and that a result buffer has an identity
 /// layout (it is a new allocation); emits the error on `op`.
@@ -59,6 +65,10 @@ std::optional<int64_t> getElementStorageBytes(Type element,
 /// times getElementStorageBytes); nullopt for dynamic shapes, unranked types
 /// and element types without a known size.
 std::optional<int64_t> getStorageBytes(Type type);
+
+/// Checks that a buffer `source` of a device-to-host copy is contiguous
+/// (isContiguousMemRef); emits the error on `op`. Tensors pass.
+LogicalResult verifyContiguousSource(Operation *op, Type source);
 
 /// True for a host tensor or a host memref.
 inline bool isHostResident(Type type) {

@@ -153,6 +153,7 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
     not the compute that follows it.
 
     The op has memory effects so that no cleanup merges or drops a copy.
+    On a buffer, `source` must be contiguous, as for `offload.offload_buffer`.
 
     Example:
 
