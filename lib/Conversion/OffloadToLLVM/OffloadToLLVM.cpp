@@ -355,6 +355,8 @@ static LogicalResult checkLowerable(Operation *op) {
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
                                             op->getResultTypes())) {
     MemRefType buffer = getBufferType(type);
+    if (buffer && failed(verifyHostBufferLayout(op, buffer)))
+      return failure();
     if (buffer && !getElementStorageBytes(buffer.getElementType()))
       return op->emitError()
              << "cannot lower '" << op->getName() << "': the storage size of "

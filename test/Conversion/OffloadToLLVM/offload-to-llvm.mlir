@@ -179,3 +179,15 @@ func.func @odd_width(%d: memref<4xi24>) -> memref<4xi24, #offload.host> {
   %h = offload.offload_buffer %d : memref<4xi24> -> memref<4xi24, #offload.host>
   return %h : memref<4xi24, #offload.host>
 }
+
+// -----
+
+// A host buffer is one by its memory space alone: freeing a strided view of
+// one returns its block to the pinned pool, never to free().
+// CHECK-LABEL: func @free_strided_host
+// CHECK: llvm.call @offload_rt_mlir_free_host(%{{.*}}) : (!llvm.ptr) -> ()
+// CHECK-NOT: memref.dealloc
+func.func @free_strided_host(%h: memref<4xf32, strided<[1], offset: ?>, #offload.host>) {
+  memref.dealloc %h : memref<4xf32, strided<[1], offset: ?>, #offload.host>
+  return
+}

@@ -108,3 +108,32 @@ func.func @transposed_source(%d: memref<4x8xf32, affine_map<(d0, d1) -> (d1 * 4 
   %h = offload.offload_buffer %d : memref<4x8xf32, affine_map<(d0, d1) -> (d1 * 4 + d0)>> -> memref<4x8xf32, #offload.host>
   return
 }
+
+// -----
+
+// Where a buffer lives is decided by its memory space alone: a strided buffer
+// in #offload.host is a host buffer, never a device source.
+func.func @strided_host_is_host(%h: memref<4xf32, strided<[1], offset: ?>, #offload.host>) {
+  // expected-error @+1 {{operand #0 must be device-resident ranked memref}}
+  %0 = offload.offload_buffer %h : memref<4xf32, strided<[1], offset: ?>, #offload.host> -> memref<4xf32, #offload.host>
+  return
+}
+
+// -----
+
+// A host buffer a copy reads must also have an identity layout: a separate
+// check, whose message names the bufferization option that gives it one.
+func.func @strided_host_source(%h: memref<4xf32, strided<[1], offset: ?>, #offload.host>) {
+  // expected-error @+1 {{host buffer 'memref<4xf32, strided<[1], offset: ?>, #offload.host>' must have an identity layout (a pinned host block is dense from its start); bufferize with function-boundary-type-conversion=identity-layout-map}}
+  %0 = offload.load_buffer %h : memref<4xf32, strided<[1], offset: ?>, #offload.host> -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @strided_host_split(%h: memref<4xf32, strided<[1], offset: ?>, #offload.host>) {
+  // expected-error @+1 {{host buffer 'memref<4xf32, strided<[1], offset: ?>, #offload.host>' must have an identity layout}}
+  %f = offload.load_start %h : memref<4xf32, strided<[1], offset: ?>, #offload.host> -> !offload.future<memref<4xf32>>
+  %l = offload.wait %f : !offload.future<memref<4xf32>>
+  return
+}

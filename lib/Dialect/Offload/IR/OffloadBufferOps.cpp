@@ -20,8 +20,10 @@ LogicalResult OffloadBufferOp::verify() {
 }
 
 LogicalResult LoadBufferOp::verify() {
-  return verifyCopyTypes(*this, getSource().getType(),
-                                  getResult().getType());
+  if (failed(verifyCopyTypes(*this, getSource().getType(),
+                             getResult().getType())))
+    return failure();
+  return verifyHostBufferLayout(*this, getSource().getType());
 }
 
 #define GET_OP_CLASSES

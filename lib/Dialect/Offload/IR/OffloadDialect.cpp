@@ -56,8 +56,7 @@ RankedTensorType mlir::offload::getDeviceTensorType(RankedTensorType type) {
 
 bool mlir::offload::isHostMemRefType(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
-  return memref && memref.getLayout().isIdentity() &&
-         isa_and_nonnull<HostMemoryAttr>(memref.getMemorySpace());
+  return memref && isa_and_nonnull<HostMemoryAttr>(memref.getMemorySpace());
 }
 
 bool mlir::offload::isContiguousMemRef(MemRefType type) {

@@ -34,6 +34,18 @@ LogicalResult mlir::offload::verifyCopyTypes(Operation *op, Type source,
   return success();
 }
 
+LogicalResult mlir::offload::verifyHostBufferLayout(Operation *op,
+                                                    Type type) {
+  auto buffer = dyn_cast<MemRefType>(type);
+  if (!buffer || !isHostMemRefType(buffer) || buffer.getLayout().isIdentity())
+    return success();
+  return op->emitOpError()
+         << "host buffer " << type
+         << " must have an identity layout (a pinned host block is dense from "
+            "its start); bufferize with "
+            "function-boundary-type-conversion=identity-layout-map";
+}
+
 LogicalResult OffloadToCpuOp::verify() {
   return verifyCopyTypes(*this, getSource().getType(),
                                   getResult().getType());
@@ -84,7 +96,8 @@ LogicalResult OffloadStartOp::verify() {
 
 LogicalResult LoadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
-                                      getFuture().getType().getValueType())))
+                                      getFuture().getType().getValueType())) ||
+      failed(verifyHostBufferLayout(*this, getSource().getType())))
     return failure();
   return verifyFutureUses(*this, getFuture());
 }

@@ -33,9 +33,17 @@ RankedTensorType getHostTensorType(RankedTensorType deviceType);
 /// The device-resident counterpart of a host tensor type.
 RankedTensorType getDeviceTensorType(RankedTensorType hostType);
 
-/// True for a memref in the `#offload.host` memory space with an identity
-/// layout (what bufferizing a host tensor produces).
+/// True for a memref in the `#offload.host` memory space, whatever its
+/// layout: where a buffer lives is decided by its memory space alone, the same
+/// everywhere (verifiers, bufferization, lowering).
 bool isHostMemRefType(Type type);
+
+/// The layout check for host buffers, separate from where they live: a host
+/// buffer that a copy reads must have an identity layout, since a block of
+/// the runtime's pinned pool is dense from its start. Emits the error on `op`,
+/// naming the bufferization option that gives host buffers at function
+/// boundaries that layout. Other types pass.
+LogicalResult verifyHostBufferLayout(Operation *op, Type type);
 
 /// True for a memref whose elements are dense in row-major order: an identity
 /// layout, or a strided layout whose strides are the row-major ones (any

@@ -56,7 +56,7 @@ def Offload_DeviceMemRef : Type<
 
 def Offload_HostMemRef : Type<
     CPred<"::mlir::offload::isHostMemRefType($_self)">,
-    "host-resident ranked memref (memory space #offload.host, identity layout)",
+    "host-resident ranked memref (memory space #offload.host)",
     "::mlir::MemRefType">;
 
 class Offload_Op<string mnemonic, list<Trait> traits = []>
