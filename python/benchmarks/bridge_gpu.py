@@ -196,15 +196,10 @@ def main(argv=None) -> int:
         return 0
 
     results = []
-    # Everything but --configs/--out (and their values) goes to each child.
-    clean, skip = [], False
-    for a in (argv if argv is not None else sys.argv[1:]):
-        if skip:
-            skip = False
-        elif a in ("--configs", "--out"):
-            skip = True
-        elif not a.startswith(("--configs=", "--out=")):
-            clean.append(a)
+    sys.path.insert(0, _PYTHON)
+    from offload_mlir.bench import child_args
+
+    clean = child_args(argv if argv is not None else sys.argv[1:], ("--configs", "--out"))
     for config in args.configs.split(","):
         cmd = [sys.executable, os.path.abspath(__file__), *clean, "--config", config]
         t0 = time.perf_counter()

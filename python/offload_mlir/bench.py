@@ -622,6 +622,32 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
 # ---------------------------------------------------------------------------
 
 
+def baseline_of(results: list[dict], r: dict, other_runs: bool = False):
+    """The first measured row of `results` named by r's baseline, in r's run
+    (the rows of one run carry no run number), or with `other_runs` in
+    another run if r's has none. Returns it, or None, and whether it is from
+    r's run."""
+    ok = [b for b in results if b["row"] == r.get("baseline") and "error" not in b]
+    same = [b for b in ok if b.get("run") == r.get("run")]
+    if same or not other_runs:
+        return (same or [None])[0], True
+    return (ok or [None])[0], False
+
+
+def child_args(argv: list[str], dropped: tuple[str, ...]) -> list[str]:
+    """`argv` without the options in `dropped` and their values: what the
+    parent passes on to each child process."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in dropped:
+            skip = True
+        elif not a.startswith(tuple(d + "=" for d in dropped)):
+            kept.append(a)
+    return kept
+
+
 def compare(base: dict, other: dict) -> dict:
     if len(base["losses"]) != len(other["losses"]):
         # The checksums are of the last step's gradients, so of other data.
@@ -659,11 +685,6 @@ def table(doc: dict) -> str:
     results = doc["results"]
     merged = "merged_from" in doc
 
-    def baseline_of(r):
-        ok = [b for b in results if b["row"] == r["baseline"] and "error" not in b]
-        same = [b for b in ok if b.get("run") == r.get("run")]
-        return (same or ok or [None])[0], bool(same)
-
     lines = [
         "| row | step (median) | vs baseline | peak allocated | vs baseline | pinned host | "
         "host RSS peak | D2H / H2D per step | exposed copy | gradients | predicted step / peak |"
@@ -678,7 +699,7 @@ def table(doc: dict) -> str:
             lines.append(f"| {r['row']} | {r.get('status', 'failed')}: "
                          f"{reason[:160].replace('|', '/')} |" + " |" * 9 + run)
             continue
-        base, same_run = baseline_of(r)
+        base, same_run = baseline_of(results, r, other_runs=True)
         ratio = dmem = ""
         if base and base is not r:
             mark = "" if same_run else "*"
@@ -731,14 +752,15 @@ def plot(doc: dict, path: str) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
+    # One point per row, the first run's. A fallback row ran untransformed:
+    # it is the compile baseline again.
     ok, seen = [], set()
-    for r in doc["results"]:  # one point per row: the first run's
+    for r in doc["results"]:
         if "error" not in r and not r.get("superseded") and r["row"] not in seen:
             seen.add(r["row"])
-            ok.append(r)
+            if not r.get("fallback"):
+                ok.append(r)
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    # A fallback row ran untransformed: it is the compile baseline again.
-    ok = [r for r in ok if not r.get("fallback")]
     placed: list[tuple[float, float]] = []
     for r in ok:
         ours = r["family"] == "offload-mlir"
@@ -832,8 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in doc["results"]:
             # Gradients and times against the baseline of the same run.
             r.pop("vs_baseline", None)
-            base = next((b for b in doc["results"] if b["row"] == r.get("baseline")
-                         and b["run"] == r["run"] and "error" not in b), None)
+            base, _ = baseline_of(doc["results"], r)
             if "error" not in r and base is not None and base is not r:
                 r["vs_baseline"] = compare(base, r)
         _write(doc, args.out)
@@ -867,15 +888,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [parse_row(s) for s in args.rows.split(",") if s.strip()]
     except ValueError as e:
         p.error(str(e))
-    forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
-    clean, skip = [], False
-    for a in forwarded:  # everything but --rows/--out goes to each child
-        if skip:
-            skip = False
-        elif a in ("--rows", "--out"):
-            skip = True
-        elif not a.startswith(("--rows=", "--out=")):
-            clean.append(a)
+    clean = child_args(argv if argv is not None else sys.argv[1:], ("--rows", "--out"))
     doc: dict[str, Any] = {"args": vars(args), **_machine(args), "results": []}
     env = dict(os.environ)
     env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -908,8 +921,7 @@ def main(argv: list[str] | None = None) -> int:
         r["process_s"] = time.perf_counter() - t0
         r["warnings"] = [l for l in stderr.splitlines()
                          if "offload_mlir" in l or "Warning" in l][:10]
-        base = next((b for b in doc["results"]
-                     if b["row"] == r["baseline"] and "error" not in b), None)
+        base, _ = baseline_of(doc["results"], r)
         if base is not None and base is not r:
             r["vs_baseline"] = compare(base, r)
         doc["results"].append(r)
