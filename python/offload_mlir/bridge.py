@@ -36,6 +36,7 @@ import torch
 
 from . import capi, ops
 from .ir_plan import PlanReadError, read_step
+from .pin_order import installed_pass
 from .rebuild import RebuildError, rebuild_step
 
 __all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report",
@@ -185,7 +186,8 @@ def _source_hash() -> str:
     # do not change within a process.
     h = hashlib.sha256(__version__.encode())
     here = os.path.dirname(__file__)
-    for name in ("bridge.py", "rebuild.py", "ir_plan.py", "fx_export.py", "ops.py"):
+    for name in ("bridge.py", "rebuild.py", "ir_plan.py", "fx_export.py", "ops.py",
+                 "pin_order.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
     # backend() has loaded the library before any partitioner exists.
@@ -329,7 +331,9 @@ def _emit_report(ir: str, options: OffloadOptions) -> None:
 # copy as far as its data dependencies allow: offload starts sink to their
 # waits, loads rise to the start of backward. The IR's order is the plan, so
 # it is kept. Since the pass runs after fusion, turning it off changes which
-# kernels run in which order, never what they compute.
+# kernels run in which order, never what they compute. Fusion itself can
+# still pull a window's matmuls above its copy's start; the post-grad pass
+# pin_order.PinCopyOrder (installed by backend()) keeps them after it.
 INDUCTOR_PATCHES = {"reorder_for_peak_memory": False}
 
 
@@ -400,6 +404,7 @@ def backend(
         with torch._functorch.config.patch(enable_autograd_cache=False):
             return compile_fx(gm, example_inputs, config_patches=INDUCTOR_PATCHES | {
                 "custom_partitioner_fn": partitioner,
+                "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
             })
 
     compile_inductor.options = options  # type: ignore[attr-defined]
