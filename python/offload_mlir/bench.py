@@ -102,6 +102,15 @@ class Row:
     def baseline(self) -> str:
         return "compile" if self.compiled else "eager"
 
+    @property
+    def grad_baseline(self) -> str:
+        """The row whose gradients this one must match bit for bit: the
+        baseline, or with a recompute budget the same budget without
+        offloading (recompute changes which kernels run)."""
+        if self.family == "offload-mlir" and "amb" in self.options:
+            return f"compile:amb={self.options['amb']}"
+        return self.baseline
+
 
 _FAMILIES = {
     # name: (compiled, needs CUDA, options it takes)
@@ -429,11 +438,37 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
                      "copies": sorted({f"{c[2]} {c[3] / MiB:.0f} MiB" for c in under}),
                      "next_kernel": after[:80]})
     gaps.sort(key=lambda g: -g["ms"])
+    # Each copy in issue order (the runtime issues them in the IR's order),
+    # with the part of it no kernel overlapped: to set against the
+    # planner's per-value prediction (predicted_copies).
+    timeline = [{"dir": d, "mib": round(n / MiB, 3), "start_ms": round((a - t0) * 1e-3, 3),
+                 "end_ms": round((b - t0) * 1e-3, 3),
+                 "exposed_ms": round(_uncovered_length([(a, b)], cover) * 1e-3, 4)}
+                for a, b, d, n in sorted(copies)]
     return {"d2h_bytes": d2h, "h2d_bytes": h2d,
             "copy_seconds": _union_length(spans) * 1e-6,
             "exposed_copy_seconds": _uncovered_length(spans, cover) * 1e-6,
             "step_trace_ms": (max([b for _, b in spans + cover], default=t0) - t0) * 1e-3,
-            "worst_exposed": gaps[:worst]}
+            # Against another row's: a slower step is either longer kernels
+            # (copies contending for memory) or more idle time (waits).
+            "kernel_busy_ms": _union_length(cover) * 1e-3,
+            "worst_exposed": gaps[:worst], "copies": timeline}
+
+
+def predicted_copies(step: dict) -> list[dict]:
+    """The planner's per-value figures for the offloaded values of one
+    step's report, in forward order: bytes, predicted exposed copy time, and
+    the ops the offload follows and the load starts at and precedes."""
+    def where(pos):
+        return (pos or {}).get("op", "")[:60]
+
+    rows = [s for s in step.get("saved") or [] if s.get("offloaded")]
+    rows.sort(key=lambda s: (s.get("offload_after") or {}).get("index", 0))
+    return [{"mib": round(s["bytes"] / MiB, 3),
+             "exposed_ms": round(s.get("exposed_seconds", 0.0) * 1e3, 4),
+             "offload_after": where(s.get("offload_after")),
+             "load_start": where(s.get("load_start")),
+             "load_before": where(s.get("load_before"))} for s in rows]
 
 
 def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -571,6 +606,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
                 peak = max(peak, torch.cuda.max_memory_allocated())
     result: dict[str, Any] = {
         "row": row.name, "family": fam, "compiled": row.compiled, "baseline": row.baseline,
+        "grad_baseline": row.grad_baseline,
         "step_s_median": statistics.median(times), "step_s_all": times,
         "first_step_s": first_step_s, "peak_allocated_bytes": peak, "losses": losses,
         "deterministic": deterministic,
@@ -590,6 +626,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         steps = ((rep.get("pipeline") or {}).get("steps")) or []
         if steps:
             result["predicted"] = steps[0].get("predicted")
+            result["predicted_copies"] = predicted_copies(steps[0])
     if offloader is not None:
         result["runtime_per_step"] = {
             "d2h_bytes": offloader.d2h_bytes / (args.warmup + args.steps),
@@ -622,12 +659,14 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
 # ---------------------------------------------------------------------------
 
 
-def baseline_of(results: list[dict], r: dict, other_runs: bool = False):
-    """The first measured row of `results` named by r's baseline, in r's run
-    (the rows of one run carry no run number), or with `other_runs` in
-    another run if r's has none. Returns it, or None, and whether it is from
-    r's run."""
-    ok = [b for b in results if b["row"] == r.get("baseline") and "error" not in b]
+def baseline_of(results: list[dict], r: dict, other_runs: bool = False,
+                key: str = "baseline"):
+    """The first measured row of `results` named by r's `key` ("baseline",
+    or "grad_baseline" for the gradient check), in r's run (the rows of one
+    run carry no run number), or with `other_runs` in another run if r's has
+    none. Returns it, or None, and whether it is from r's run."""
+    name = r.get(key) or r.get("baseline")
+    ok = [b for b in results if b["row"] == name and "error" not in b]
     same = [b for b in ok if b.get("run") == r.get("run")]
     if same or not other_runs:
         return (same or [None])[0], True
@@ -646,6 +685,16 @@ def child_args(argv: list[str], dropped: tuple[str, ...]) -> list[str]:
         elif not a.startswith(tuple(d + "=" for d in dropped)):
             kept.append(a)
     return kept
+
+
+def compare_all(results: list[dict]) -> None:
+    """Each row's gradient check against its grad baseline in the same run,
+    wherever in the run that one is."""
+    for r in results:
+        r.pop("vs_baseline", None)
+        base, _ = baseline_of(results, r, key="grad_baseline")
+        if "error" not in r and base is not None and base is not r:
+            r["vs_baseline"] = compare(base, r)
 
 
 def compare(base: dict, other: dict) -> dict:
@@ -708,12 +757,14 @@ def table(doc: dict) -> str:
             delta = r["peak_allocated_bytes"] - base["peak_allocated_bytes"]
             dmem = ("+" if delta >= 0 else "-") + _fmt_bytes(abs(delta)) + mark
         cmp_ = r.get("vs_baseline")
+        gbase, _ = baseline_of(results, r, key="grad_baseline")
         if cmp_ is None:
-            grads = "" if base is r or not base else "not compared (baseline in another run)"
+            grads = ("" if base is r or not base else
+                     f"not compared (no {r.get('grad_baseline') or r['baseline']} row in this run)")
         elif not cmp_.get("comparable", True):
             grads = f"not compared ({cmp_['reason']})"
         elif cmp_["losses_identical"] and cmp_["grads_identical"]:
-            grads = "identical"
+            grads = "identical" + ("" if gbase is base else f" to {gbase['row']}")
         else:
             grads = (f"DIFFER ({len(cmp_['grads_differing'])}+ tensors"
                      f"{', loss differs' if not cmp_['losses_identical'] else ''})")
@@ -851,12 +902,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = dict(docs[0], results=[], merged_from=[os.path.basename(x) for x in args.merge])
         for run, d in enumerate(docs, 1):
             doc["results"].extend(dict(r, run=run) for r in d["results"])
-        for r in doc["results"]:
-            # Gradients and times against the baseline of the same run.
-            r.pop("vs_baseline", None)
-            base, _ = baseline_of(doc["results"], r)
-            if "error" not in r and base is not None and base is not r:
-                r["vs_baseline"] = compare(base, r)
+        compare_all(doc["results"])
         _write(doc, args.out)
         args.plot_from = (args.out + ".json") if args.out else None
         if not args.out:
@@ -921,10 +967,8 @@ def main(argv: list[str] | None = None) -> int:
         r["process_s"] = time.perf_counter() - t0
         r["warnings"] = [l for l in stderr.splitlines()
                          if "offload_mlir" in l or "Warning" in l][:10]
-        base, _ = baseline_of(doc["results"], r)
-        if base is not None and base is not r:
-            r["vs_baseline"] = compare(base, r)
         doc["results"].append(r)
+        compare_all(doc["results"])  # its baseline may have run after it
         print(f"== {row.name}: {r['step_s_median'] * 1e3:.1f} ms/step, peak "
               f"{r['peak_allocated_bytes'] / GiB:.2f} GiB, "
               f"{r.get('vs_baseline', {})} ({r['process_s']:.0f} s)", flush=True)

@@ -22,6 +22,8 @@ def test_parse_rows():
     row = bench.parse_row("offload-mlir:budget=0.75:amb=0.5")
     assert (row.family, row.compiled, row.baseline) == ("offload-mlir", True, "compile")
     assert row.options == {"budget": "0.75", "amb": "0.5"}
+    assert row.grad_baseline == "compile:amb=0.5"  # same recompute, no offload
+    assert bench.parse_row("offload-mlir").grad_baseline == "compile"
     row = bench.parse_row("layer-group=3")
     assert (row.family, row.options, row.baseline) == ("layer-group", {"layers": "3"}, "eager")
     assert bench.parse_row("torchtune").needs_cuda
@@ -37,6 +39,27 @@ def test_exposed_copy_time_is_copy_time_no_kernel_covers():
     assert bench._union_length(copies) == 30
     assert bench._uncovered_length(copies, kernels) == (2 + 4) + 5
     assert bench._uncovered_length(copies, []) == 30
+
+
+def test_gradients_compare_with_the_grad_baseline_wherever_it_ran():
+    def row(name, grad_baseline, checksum):
+        return {"row": name, "baseline": "compile", "grad_baseline": grad_baseline,
+                "losses": [1.0], "grad_checksums": {"w": checksum},
+                "step_s_median": 0.1, "peak_allocated_bytes": 1 << 30}
+
+    results = [row("compile", "compile", [1]),
+               row("offload-mlir:amb=0.7", "compile:amb=0.7", [2]),
+               row("offload-mlir", "compile", [1])]
+    bench.compare_all(results)
+    assert "vs_baseline" not in results[1]  # its baseline has not run yet
+    assert results[2]["vs_baseline"]["grads_identical"]
+    results.append(row("compile:amb=0.7", "compile", [2]))
+    bench.compare_all(results)
+    assert results[1]["vs_baseline"]["grads_identical"]
+    assert not results[3]["vs_baseline"]["grads_identical"]  # vs compile
+    args = {"config": "tiny", "layers": 1, "dtype": "fp32", "batch": 1, "seq": 8,
+            "optimizer": "none", "deterministic": True, "device": "cpu"}
+    assert "identical to compile:amb=0.7" in bench.table({"results": results, "args": args})
 
 
 def test_checksum_sees_order_and_bits():
@@ -114,5 +137,29 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
     assert (t["d2h_bytes"], t["h2d_bytes"]) == (2 << 20, 1 << 20)
     assert t["copy_seconds"] == pytest.approx(22e-6)
     assert t["exposed_copy_seconds"] == pytest.approx(8e-6)
+    assert t["kernel_busy_ms"] == pytest.approx(0.030)
     assert t["worst_exposed"] == [{"at_ms": pytest.approx(0.01), "ms": pytest.approx(0.008),
                                    "copies": ["D2H 2 MiB"], "next_kernel": "add"}]
+    # Per copy, in issue order, with its own exposed part.
+    assert t["copies"] == [
+        {"dir": "D2H", "mib": 2.0, "start_ms": 0.005, "end_ms": 0.025, "exposed_ms": 0.008},
+        {"dir": "H2D", "mib": 1.0, "start_ms": 0.03, "end_ms": 0.032, "exposed_ms": 0.0}]
+
+
+def test_predicted_copies_in_forward_order():
+    step = {"saved": [
+        {"bytes": 2 << 20, "offloaded": True, "exposed_seconds": 0.0005,
+         "offload_after": {"index": 9, "op": 'aten.mm.default "mm_1"'},
+         "load_start": {"index": 3, "op": 'aten.mm.default "mm_7"'},
+         "load_before": {"index": 5, "op": 'aten.mul.Tensor "mul_4"'}},
+        {"bytes": 1 << 20, "offloaded": False, "kept_reason": "below min-bytes"},
+        {"bytes": 4 << 20, "offloaded": True, "exposed_seconds": 0.0,
+         "offload_after": {"index": 2, "op": 'aten.mm.default "mm"'},
+         "load_start": {"index": 7, "op": 'aten.mm.default "mm_9"'},
+         "load_before": {"index": 8, "op": 'aten.mul.Tensor "mul_6"'}},
+    ]}
+    assert bench.predicted_copies(step) == [
+        {"mib": 4.0, "exposed_ms": 0.0, "offload_after": 'aten.mm.default "mm"',
+         "load_start": 'aten.mm.default "mm_9"', "load_before": 'aten.mul.Tensor "mul_6"'},
+        {"mib": 2.0, "exposed_ms": 0.5, "offload_after": 'aten.mm.default "mm_1"',
+         "load_start": 'aten.mm.default "mm_7"', "load_before": 'aten.mul.Tensor "mul_4"'}]
