@@ -452,6 +452,13 @@ CopyPlan StepModel::getEmptyPlan() const {
   return plan;
 }
 
+std::optional<unsigned> StepModel::getPlannedLoadWait(unsigned l) const {
+  const Link &link = links[l];
+  if (link.buffer < 0 || buffers[link.buffer].persistent || link.firstUse < 0)
+    return std::nullopt;
+  return unsigned(link.firstUse);
+}
+
 CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
                             int64_t maxInflightBytes,
                             SimulationResult *simulated) const {
@@ -532,13 +539,14 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
     double end = std::max(startTimes[copy.issuePos], streamFree) +
                  profileLatency + double(copy.bytes) / d2hBandwidth;
     streamFree = end;
-    copy.waitPos = numForwardOps;
-    for (unsigned pos = copy.issuePos + 1; pos < numForwardOps; ++pos) {
-      if (startTimes[pos] >= end && !isa<WaitOp>(ops[pos].op)) {
-        copy.waitPos = pos;
-        break;
-      }
-    }
+    // The first forward op after the issue starting at or after `end`
+    // (start times only grow), then the first of those not a wait.
+    unsigned pos = std::lower_bound(startTimes.begin() + copy.issuePos + 1,
+                                    startTimes.begin() + numForwardOps, end) -
+                   startTimes.begin();
+    while (pos < numForwardOps && isa<WaitOp>(ops[pos].op))
+      ++pos;
+    copy.waitPos = pos;
   }
 }
 

@@ -60,6 +60,8 @@ public:
     return result;
   }
 
+  const StepModel &getModel() const { return model; }
+
   SmallVector<Candidate> candidates;
 
 private:
@@ -67,6 +69,108 @@ private:
   bool schedule;
   int64_t maxInflight;
 };
+} // namespace
+
+namespace {
+/// A lower bound on the predicted step time of a plan from its loads alone,
+/// kept as loads are added, so the planner can rule a candidate out without
+/// simulating it.
+///
+/// The bound: no load starts before backward does, so before the compute
+/// stream starts the op at backward position w (or ends the step, w = the
+/// number of ops), the serial H2D stream has carried every load waited at or
+/// before w, each taking at least getMinCopySeconds. Forward takes at least
+/// its compute time, so the step takes at least
+///   computeEnd + max(0, max_w (loads(<= w) - (start(w) - start(backward))))
+/// where start() is the compute stream alone. With synchronous loads
+/// (schedule=false) every load is issued where it is waited, and the compute
+/// stream waits for all of it: the step takes at least computeEnd + all
+/// loads. Both only grow as loads are added, so a candidate the bound rules
+/// out next to a set of offloads stays ruled out next to any larger set.
+class StepTimeBound {
+public:
+  StepTimeBound(const StepModel &model, bool synchronousLoads)
+      : model(model), synchronousLoads(synchronousLoads),
+        first(model.getNumForwardOps()), size(model.getNumOps() + 1 - first),
+        top(4 * size, 0), lazy(4 * size, 0) {
+    computeEnd = model.getComputeStart(model.getNumOps());
+    build(1, 0, size - 1);
+  }
+
+  struct Load {
+    unsigned wait;
+    double seconds;
+  };
+  /// The loads planFor() issues for `links`.
+  void appendLoads(ArrayRef<unsigned> links, SmallVectorImpl<Load> &loads) const {
+    for (unsigned link : links)
+      if (std::optional<unsigned> wait = model.getPlannedLoadWait(link))
+        loads.push_back({*wait, model.getMinCopySeconds(
+                                    PlannedCopy::Kind::Load,
+                                    model.getLinkBytes(link))});
+  }
+
+  /// The bound with `extra` loads added to those kept.
+  double boundWith(ArrayRef<Load> extra) {
+    apply(extra, 1);
+    double result = current();
+    apply(extra, -1);
+    return result;
+  }
+  void add(ArrayRef<Load> loads) { apply(loads, 1); }
+
+private:
+  double current() const {
+    if (synchronousLoads)
+      return computeEnd + total;
+    return computeEnd + std::max(0.0, top[1]);
+  }
+  void apply(ArrayRef<Load> loads, double sign) {
+    for (const Load &load : loads) {
+      total += sign * load.seconds;
+      update(1, 0, size - 1, load.wait - first, sign * load.seconds);
+    }
+  }
+  // A max segment tree over backward positions with range add on suffixes;
+  // top[node] is the max of its range including the adds pending at node.
+  void build(unsigned node, unsigned lo, unsigned hi) {
+    if (lo == hi) {
+      top[node] = -(model.getComputeStart(first + lo) -
+                    model.getComputeStart(first));
+      return;
+    }
+    unsigned mid = (lo + hi) / 2;
+    build(2 * node, lo, mid);
+    build(2 * node + 1, mid + 1, hi);
+    top[node] = std::max(top[2 * node], top[2 * node + 1]);
+  }
+  /// Adds `delta` to every position from `from` to the end.
+  void update(unsigned node, unsigned lo, unsigned hi, unsigned from,
+              double delta) {
+    if (from <= lo) {
+      top[node] += delta;
+      lazy[node] += delta;
+      return;
+    }
+    unsigned mid = (lo + hi) / 2;
+    if (from <= mid)
+      update(2 * node, lo, mid, from, delta);
+    update(2 * node + 1, mid + 1, hi, from, delta);
+    top[node] = std::max(top[2 * node], top[2 * node + 1]) + lazy[node];
+  }
+
+  const StepModel &model;
+  bool synchronousLoads;
+  unsigned first, size;
+  double computeEnd = 0, total = 0;
+  SmallVector<double> top, lazy;
+};
+
+/// The bound rules a plan out if it exceeds `limit` by more than rounding:
+/// the simulation sums op times in another order.
+static bool exceeds(double bound, double limit) {
+  return bound > limit + 1e-9 * std::abs(limit);
+}
 } // namespace
 
 namespace {
@@ -156,11 +260,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         return planner.candidates[a].bytes > planner.candidates[b].bytes;
       });
       double limit = baseline.stepSeconds * (1 + maxSlowdown);
-      for (unsigned c : order) {
-        chosen.push_back(c);
-        if (planner.simulate(chosen).stepSeconds > limit)
-          chosen.pop_back();
-      }
+      fitHidden(planner, order, limit, chosen);
     } else {
       reason = "plan: not needed to fit the budget";
       FailureOr<int64_t> limit = resolveBudget(baseline.peakBytes);
@@ -191,6 +291,80 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     }
     forward.setAllResultAttrs(resultAttrs);
     return success();
+  }
+
+  /// plan=hidden: first fit in `order`, each candidate kept if the plan with
+  /// it predicts a step within `limit`. Done in batches: the next candidates
+  /// StepTimeBound does not rule out are simulated together; if they fit they
+  /// are all kept (doubling the next batch), else bisection finds the longest
+  /// prefix that fits, keeps it and drops the candidate after it. Each kept
+  /// batch and each dropped candidate is decided by a simulation of exactly
+  /// the plan first fit would simulate for it, or by the bound; so the result
+  /// is first fit's wherever adding offloads never shortens the predicted
+  /// step (see docs/scaling.md), with O(log) simulations per run of kept or
+  /// dropped candidates instead of one per candidate.
+  void fitHidden(const Planner &planner, ArrayRef<unsigned> order,
+                 double limit, SmallVector<unsigned> &chosen) {
+    StepTimeBound bound(planner.getModel(), !schedule);
+    using Load = StepTimeBound::Load;
+    auto loadsOf = [&](unsigned c, SmallVectorImpl<Load> &loads) {
+      bound.appendLoads(planner.candidates[c].links, loads);
+    };
+    auto fits = [&](ArrayRef<unsigned> batch) {
+      SmallVector<unsigned> trial(chosen);
+      llvm::append_range(trial, batch);
+      return planner.simulate(trial).stepSeconds <= limit;
+    };
+    size_t next = 0, width = 1;
+    while (next < order.size()) {
+      SmallVector<unsigned> batch;
+      SmallVector<size_t> batchAt;
+      SmallVector<Load> batchLoads;
+      for (size_t i = next; i < order.size() && batch.size() < width; ++i) {
+        SmallVector<Load> loads;
+        loadsOf(order[i], loads);
+        // Ruled out next to the offloads kept so far: first fit drops it.
+        if (exceeds(bound.boundWith(loads), limit))
+          continue;
+        size_t before = batchLoads.size();
+        llvm::append_range(batchLoads, loads);
+        if (!batch.empty() && exceeds(bound.boundWith(batchLoads), limit)) {
+          batchLoads.truncate(before);
+          break;
+        }
+        batch.push_back(order[i]);
+        batchAt.push_back(i);
+      }
+      if (batch.empty())
+        break; // The bound rules out every candidate left.
+      size_t kept = batch.size();
+      if (!fits(batch)) {
+        // The longest prefix that fits: batch[0, lo) fits, batch[0, hi)
+        // does not; first fit keeps batch[0, lo) and drops batch[lo].
+        size_t lo = 0, hi = batch.size();
+        while (hi - lo > 1) {
+          size_t mid = (lo + hi) / 2;
+          if (fits(ArrayRef(batch).take_front(mid)))
+            lo = mid;
+          else
+            hi = mid;
+        }
+        kept = lo;
+      }
+      SmallVector<Load> keptLoads;
+      for (unsigned c : ArrayRef(batch).take_front(kept)) {
+        chosen.push_back(c);
+        loadsOf(c, keptLoads);
+      }
+      bound.add(keptLoads);
+      if (kept == batch.size()) {
+        next = batchAt.back() + 1;
+        width *= 2;
+      } else {
+        next = batchAt[kept] + 1;
+        width = std::max<size_t>(1, kept);
+      }
+    }
   }
 
   /// The budget in bytes: a byte size, or a fraction of `peakWithout`.

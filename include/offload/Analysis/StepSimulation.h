@@ -173,6 +173,21 @@ public:
   int64_t getLinkBytes(unsigned link) const { return links[link].bytes; }
   int getLinkBuffer(unsigned link) const { return links[link].buffer; }
   int64_t getBufferBytes(unsigned buffer) const { return buffers[buffer].bytes; }
+  /// Predicted start of the op at `pos` (numOps: the end of the step) on the
+  /// compute stream alone, without stalls.
+  double getComputeStart(unsigned pos) const { return startTimes[pos]; }
+  /// The shortest a copy of `bytes` can take: the copy latency, then the
+  /// transfer at the direction's full bandwidth (sharing the link only makes
+  /// it longer).
+  double getMinCopySeconds(PlannedCopy::Kind kind, int64_t bytes) const {
+    return profileLatency +
+           double(bytes) / (kind == PlannedCopy::Kind::Load ? h2dBandwidth
+                                                            : d2hBandwidth);
+  }
+  /// Where planFor() waits for the load of `link` if the link is chosen,
+  /// or nothing if it would not load it (a link nothing in backward reads,
+  /// or one whose storage cannot be offloaded).
+  std::optional<unsigned> getPlannedLoadWait(unsigned link) const;
 
 private:
   StepModel() = default;
