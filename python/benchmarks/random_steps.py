@@ -21,7 +21,9 @@ configurations and checks what the passes guarantee:
   sits right after the last such read;
 - every saved result is offloaded or carries `offload.kept = "..."`; none is
   left `offload.selected`; the report counts the same offloaded values;
-- plan=budget: the predicted peak after is at most the budget;
+- plan=budget: the predicted peak after is at most the budget; and where
+  it is met, a looser budget (drawn between it and the peak without offload)
+  is met too, with a predicted step no slower (plan monotonicity);
   plan=hidden (synchronous copies): the predicted step time grows by at most
   `max-slowdown` (1%);
 - schedule=true: the predicted peak is at most that of the same plan with
@@ -1036,6 +1038,8 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
     with open(src, "w") as f:
         f.write(text)
     rng = random.Random(f"offload-random-steps-budget:{seed}:{index}")
+    # Its own stream, so the budgets drawn above stay those of earlier versions.
+    looser = random.Random(f"offload-random-steps-looser:{seed}:{index}")
     peak_before = None
     outputs = []  # transformed modules, for the round trip
     commands = {}
@@ -1130,6 +1134,9 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
                     "exceeds it")
         if config.schedule:
             check_sync_twin(opt, src, options, step, record, violate)
+        if config.budget:
+            check_looser_budget(opt, src, config.options, limit, peak_before, pred,
+                                looser, record, violate)
         if config.hidden and not config.schedule:
             grown = pred["step_seconds_after"] - pred["step_seconds_before"] * (1 + MAX_SLOWDOWN)
             if grown > 1e-12 * max(1.0, pred["step_seconds_before"]):
@@ -1170,6 +1177,35 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
                         keep if c == src else c for c in cmd[:-2]) + " -o -\n")
         out.stats["saved_to"] = keep
     return out
+
+
+def check_looser_budget(opt: str, src: str, options: str, limit: int, peak_before: int,
+                        pred: dict, rng: random.Random, record: dict, violate) -> None:
+    """Plan monotonicity: the same options with a budget drawn between
+    `limit` (met, with the prediction `pred`) and the peak without offload
+    must fit too, and predict a step no slower than `pred`'s (the plan for
+    `limit` fits it, so a slower plan would not cost what it must)."""
+    looser = limit + 1 + int(rng.random() * max(0, peak_before - limit))
+    cmd = [opt, src, f"--offload-activations=report=json {options} budget={looser}".strip(),
+           "--mlir-print-op-on-diagnostic=false", "-o", os.devnull]
+    proc = _run(cmd)
+    crash = _crash(proc)
+    if crash or proc.returncode != 0:
+        violate(f"budget {looser} (looser than the met {limit}): offload-opt failed "
+                f"(exit {proc.returncode}): {crash}\n{proc.stderr[-3000:]}")
+        return
+    try:
+        other = json.loads(proc.stdout)["steps"][0]["predicted"]
+    except (ValueError, KeyError, IndexError) as e:
+        violate(f"budget {looser}: cannot read the JSON report ({e})")
+        return
+    record["looser"] = looser
+    if other["peak_bytes_after"] > looser:
+        violate(f"budget {looser}: predicted peak after {other['peak_bytes_after']} exceeds it")
+    tight, loose = pred["step_seconds_after"], other["step_seconds_after"]
+    if loose > tight * (1 + 1e-9):
+        violate(f"plan monotonicity: budget {looser} predicts a step of {loose:.9g} s, "
+                f"slower than {tight:.9g} s for the tighter budget {limit}")
 
 
 def check_sync_twin(opt: str, src: str, options: str, step: dict, record: dict,
@@ -1268,6 +1304,8 @@ def cmd_check(args) -> int:
             skipped = sum(1 for r in recs if r.get("skipped"))
             if skipped:
                 line += f", {skipped} skipped (offloading lowers no peak)"
+            line += (f"; a looser budget checked in "
+                     f"{sum(1 for r in recs if 'looser' in r)}")
         if config.schedule:
             line += (f"; peak checked against the synchronous plan in "
                      f"{sum(1 for r in recs if r.get('sync checked'))}")

@@ -23,6 +23,16 @@ Pure Python 3 standard library; no torch needed.
 
     python3 python/benchmarks/scaling.py                      # run and time
     python3 python/benchmarks/scaling.py --emit-only /tmp/s   # just write files
+    python3 python/benchmarks/scaling.py --sizes 10000,100000 \
+        --pipeline=--offload-activations=plan=hidden \
+        --pipeline=--offload-activations=budget=0.9 --tokens 512 --timeout 60
+
+`--pipeline` may be given several times: each pipeline gets a table of its
+own over the same files. `--tokens` sets the activation rows (the default 32
+makes the weights and their gradients, live at the end of backward, the
+peak, so no budget below it can be met; 512 puts the peak at the start of
+backward, where offloading lowers it). `--timeout` stops a run after that
+many seconds and reports it as such.
 """
 
 from __future__ import annotations
@@ -175,12 +185,19 @@ def generate(layers: int, tokens: int = 32, hidden: int = 128, elem: str = "bf16
     return text, stats
 
 
-def _time_run(cmd: list[str], repeat: int) -> tuple[float, subprocess.CompletedProcess]:
+def _time_run(cmd: list[str], repeat: int,
+              timeout: float | None = None) -> tuple[float, subprocess.CompletedProcess | None]:
+    """Best wall-clock time of `repeat` runs and the last run; (timeout, None)
+    if a run took longer than `timeout` seconds."""
     best = float("inf")
     proc = None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return timeout, None
         dt = time.perf_counter() - t0
         if proc.returncode != 0:
             return dt, proc
@@ -188,12 +205,45 @@ def _time_run(cmd: list[str], repeat: int) -> tuple[float, subprocess.CompletedP
     return best, proc
 
 
+def _time_pipeline(opt: str, pipeline: str, files: list, repeat: int,
+                   timeout: float | None) -> int:
+    """Prints the table of one pipeline over `files`; returns 1 if a run failed."""
+    cmd_base = [opt] + pipeline.split()
+    print(f"offload-opt: {opt}   pipeline: {pipeline}   best of {repeat}")
+    header = f"{'ops':>8} {'layers':>7} {'saved':>7} {'MB':>6} {'seconds':>9} {'s/1k ops':>9} {'ratio':>7}"
+    print(header)
+    print("-" * len(header))
+    prev = None
+    status = 0
+    for path, st in files:
+        secs, proc = _time_run(cmd_base + [path, "-o", os.devnull], repeat, timeout)
+        if proc is None:
+            print(f"{st['ops']:>8} {st['layers']:>7} {st['saved']:>7} {st['chars'] / 1e6:>6.1f} "
+                  f"{'> ' + format(secs, 'g'):>9} (stopped)")
+            prev = None
+            continue
+        if proc.returncode != 0:
+            print(f"{st['ops']:>8} {st['layers']:>7} {st['saved']:>7} FAILED (exit {proc.returncode})")
+            sys.stderr.write(proc.stderr[-4000:])
+            status = 1
+            prev = None
+            continue
+        ratio = f"{secs / prev:.2f}" if prev else "-"
+        print(f"{st['ops']:>8} {st['layers']:>7} {st['saved']:>7} {st['chars'] / 1e6:>6.1f} "
+              f"{secs:>9.3f} {secs / st['ops'] * 1000:>9.4f} {ratio:>7}")
+        prev = secs
+    return status
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--offload-opt", default="./build/bin/offload-opt",
                    help="path of the offload-opt binary (default: %(default)s)")
-    p.add_argument("--pipeline", default="--offload-activations",
-                   help="pass options given to offload-opt (default: %(default)s)")
+    p.add_argument("--pipeline", action="append",
+                   help="pass options given to offload-opt; repeat for several "
+                        "pipelines (default: --offload-activations)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds after which a run is stopped and reported as such")
     p.add_argument("--sizes", default="1000,10000,100000",
                    help="comma-separated target op counts (default: %(default)s)")
     p.add_argument("--tokens", type=int, default=32)
@@ -241,25 +291,11 @@ def main(argv=None) -> int:
                   f"{st['chars'] / 1e6:.1f} MB")
         return 0
 
-    cmd_base = [resolved] + args.pipeline.split()
-    print(f"offload-opt: {resolved}   pipeline: {args.pipeline}   best of {args.repeat}")
-    header = f"{'ops':>8} {'layers':>7} {'saved':>7} {'MB':>6} {'seconds':>9} {'s/1k ops':>9} {'ratio':>7}"
-    print(header)
-    print("-" * len(header))
-    prev = None
     status = 0
-    for path, st in files:
-        secs, proc = _time_run(cmd_base + [path, "-o", os.devnull], args.repeat)
-        if proc.returncode != 0:
-            print(f"{st['ops']:>8} {st['layers']:>7} {st['saved']:>7} FAILED (exit {proc.returncode})")
-            sys.stderr.write(proc.stderr[-4000:])
-            status = 1
-            prev = None
-            continue
-        ratio = f"{secs / prev:.2f}" if prev else "-"
-        print(f"{st['ops']:>8} {st['layers']:>7} {st['saved']:>7} {st['chars'] / 1e6:>6.1f} "
-              f"{secs:>9.3f} {secs / st['ops'] * 1000:>9.4f} {ratio:>7}")
-        prev = secs
+    for index, pipeline in enumerate(args.pipeline or ["--offload-activations"]):
+        if index:
+            print()
+        status |= _time_pipeline(resolved, pipeline, files, args.repeat, args.timeout)
     if tmp is not None:
         tmp.cleanup()
     return status
