@@ -23,15 +23,17 @@ Pure Python 3 standard library; no torch needed.
 
     python3 python/benchmarks/scaling.py                      # run and time
     python3 python/benchmarks/scaling.py --emit-only /tmp/s   # just write files
-    python3 python/benchmarks/scaling.py --sizes 10000,100000 \
-        --pipeline=--offload-activations=plan=hidden \
+    python3 python/benchmarks/scaling.py --sizes 10000,100000 \\
+        --pipeline=--offload-activations=plan=hidden \\
+        --pipeline='--offload-activations="plan=hidden schedule=true"' \\
         --pipeline=--offload-activations=budget=0.9 --tokens 512 --timeout 60
 
 `--pipeline` may be given several times: each pipeline gets a table of its
-own over the same files. `--tokens` sets the activation rows (the default 32
-makes the weights and their gradients, live at the end of backward, the
-peak, so no budget below it can be met; 512 puts the peak at the start of
-backward, where offloading lowers it). `--timeout` stops a run after that
+own over the same files; it is split like a shell command line. `--tokens`
+sets the activation rows (the default 32 makes the weights and their
+gradients, live at the end of backward, the peak, so no budget below it can
+be met; 512 puts the peak at the start of backward, where offloading lowers
+it). `--timeout` stops a run after that
 many seconds and reports it as such.
 """
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -208,7 +211,7 @@ def _time_run(cmd: list[str], repeat: int,
 def _time_pipeline(opt: str, pipeline: str, files: list, repeat: int,
                    timeout: float | None) -> int:
     """Prints the table of one pipeline over `files`; returns 1 if a run failed."""
-    cmd_base = [opt] + pipeline.split()
+    cmd_base = [opt] + shlex.split(pipeline)
     print(f"offload-opt: {opt}   pipeline: {pipeline}   best of {repeat}")
     header = f"{'ops':>8} {'layers':>7} {'saved':>7} {'MB':>6} {'seconds':>9} {'s/1k ops':>9} {'ratio':>7}"
     print(header)
