@@ -120,7 +120,9 @@ typedef struct offload_rt_options {
 /* Fills defaults (backend DEFAULT, no initial pool, growable, no in-flight
  * limit, timing on, checks -1, sim at memcpy speed), then applies the
  * environment: OFFLOAD_RT_BACKEND=cuda|sim,
- * OFFLOAD_RT_POOL_BYTES (suffixes K, M, G allowed), OFFLOAD_RT_POOL_GROWABLE,
+ * OFFLOAD_RT_POOL_BYTES (a byte size as the passes' options spell it:
+ * 512MiB, 2G, 1.5GB, 4096; K, M, G, T alone are binary, KB, MB, GB, TB
+ * decimal), OFFLOAD_RT_POOL_GROWABLE,
  * OFFLOAD_RT_MAX_IN_FLIGHT, OFFLOAD_RT_TIMING, OFFLOAD_RT_CHECKS,
  * OFFLOAD_RT_SIM_GBPS, OFFLOAD_RT_SIM_LATENCY_US,
  * OFFLOAD_RT_HOST_ACCESSIBLE_DEVICE. */

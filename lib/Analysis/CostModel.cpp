@@ -140,31 +140,6 @@ DeviceProfileOverrides::resolve(std::string &error) const {
   return profile;
 }
 
-std::optional<int64_t> mlir::offload::parseByteSize(StringRef text) {
-  text = text.trim();
-  size_t split = text.find_first_not_of("0123456789.");
-  StringRef number = text.substr(0, split);
-  StringRef suffix = split == StringRef::npos ? "" : text.substr(split).trim();
-  double value;
-  if (number.empty() || number.getAsDouble(value) || value < 0)
-    return std::nullopt;
-  std::optional<double> scale =
-      llvm::StringSwitch<std::optional<double>>(suffix)
-          .Cases({"", "B"}, 1.0)
-          .Case("KB", 1e3)
-          .Case("MB", 1e6)
-          .Case("GB", 1e9)
-          .Case("TB", 1e12)
-          .Case("KiB", 1024.0)
-          .Case("MiB", 1024.0 * 1024)
-          .Case("GiB", 1024.0 * 1024 * 1024)
-          .Case("TiB", 1024.0 * 1024 * 1024 * 1024)
-          .Default(std::nullopt);
-  if (!scale)
-    return std::nullopt;
-  return static_cast<int64_t>(value * *scale);
-}
-
 //===----------------------------------------------------------------------===//
 // Op costs
 //===----------------------------------------------------------------------===//

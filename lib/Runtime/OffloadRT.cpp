@@ -11,9 +11,12 @@
 
 #include "Context.h"
 
+#include "offload_support/ByteSize.h"
+
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <strings.h>
 
@@ -64,31 +67,22 @@ extern "C" const char *offload_rt_status_string(offload_rt_status s) {
 
 namespace {
 
-/// "256M", "1G", "4096" -> bytes; false when not a size.
-bool parseBytes(const char *text, uint64_t *out) {
-  char *end = nullptr;
-  double value = std::strtod(text, &end);
-  if (end == text || value < 0)
-    return false;
-  double scale = 1;
-  switch (*end) {
-  case 'k': case 'K': scale = 1024.0; ++end; break;
-  case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
-  case 'g': case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
-  default: break;
-  }
-  if (*end == 'i' || *end == 'I') // accept "MiB"/"GiB" spellings
-    ++end;
-  if (*end == 'b' || *end == 'B')
-    ++end;
-  if (*end != '\0')
-    return false;
-  *out = static_cast<uint64_t>(value * scale);
-  return true;
-}
-
 void warnBadEnv(const char *name, const char *value) {
   std::fprintf(stderr, "offload_rt: warning: ignoring %s=%s\n", name, value);
+}
+
+/// A byte size from the environment (offload_support::parseByteSize: 512MiB,
+/// 2G, 1.5GB, 4096); warns with the reason and keeps `*out` if it is not one.
+void envBytes(const char *name, uint64_t *out) {
+  const char *v = std::getenv(name);
+  if (!v)
+    return;
+  std::string error;
+  if (std::optional<int64_t> bytes = offload_support::parseByteSize(v, &error))
+    *out = static_cast<uint64_t>(*bytes);
+  else
+    std::fprintf(stderr, "offload_rt: warning: ignoring %s: %s\n", name,
+                 error.c_str());
 }
 
 void envFlag(const char *name, int *out) {
@@ -135,9 +129,7 @@ extern "C" void offload_rt_options_init(offload_rt_options *opts) {
     else
       warnBadEnv("OFFLOAD_RT_BACKEND", v);
   }
-  if (const char *v = std::getenv("OFFLOAD_RT_POOL_BYTES"))
-    if (!parseBytes(v, &opts->pool_initial_bytes))
-      warnBadEnv("OFFLOAD_RT_POOL_BYTES", v);
+  envBytes("OFFLOAD_RT_POOL_BYTES", &opts->pool_initial_bytes);
   envFlag("OFFLOAD_RT_POOL_GROWABLE", &opts->pool_growable);
   if (const char *v = std::getenv("OFFLOAD_RT_MAX_IN_FLIGHT"))
     opts->max_in_flight = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));

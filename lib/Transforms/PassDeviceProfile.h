@@ -15,6 +15,7 @@
 
 #include "offload/Analysis/CostModel.h"
 #include "offload/Analysis/StepSimulation.h"
+#include "offload_support/ByteSize.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -58,14 +59,17 @@ getPassExecutionModel(StringRef passName, StringRef release,
   return execution;
 }
 
-/// Parses a max-inflight-bytes style option; emits an error on failure.
+/// Parses a byte-size option (offload_support::parseByteSize: 2GiB, 1.5GB,
+/// 4096); emits an error naming the option and why on failure.
 inline FailureOr<int64_t> parseBytesOption(StringRef passName,
                                            StringRef optionName,
                                            StringRef text, Operation *anchor) {
-  std::optional<int64_t> bytes = parseByteSize(text);
+  std::string error;
+  std::optional<int64_t> bytes =
+      offload_support::parseByteSize({text.data(), text.size()}, &error);
   if (!bytes) {
-    anchor->emitError() << passName << ": cannot parse " << optionName << "='"
-                        << text << "' as a byte size (e.g. 512MiB, 20GiB, 2GB)";
+    anchor->emitError() << passName << ": option " << optionName << ": "
+                        << error;
     return failure();
   }
   return *bytes;

@@ -38,6 +38,43 @@ static std::string formatGiB(int64_t bytes) {
 }
 
 namespace {
+/// A `budget=`: bytes, or a fraction of the predicted peak without offload.
+struct Budget {
+  std::optional<int64_t> bytes;
+  double fraction = 1;
+
+  int64_t resolve(int64_t peakWithout) const {
+    return bytes ? *bytes : static_cast<int64_t>(fraction * double(peakWithout));
+  }
+};
+} // namespace
+
+/// A number in (0, 1] is a fraction; anything else a byte size.
+static FailureOr<Budget> parseBudget(StringRef passName, StringRef text,
+                                     Operation *anchor) {
+  text = text.trim();
+  Budget budget;
+  double number;
+  bool isNumber = !text.getAsDouble(number);
+  if (isNumber && number > 0 && number <= 1) {
+    budget.fraction = number;
+    return budget;
+  }
+  std::string error;
+  budget.bytes =
+      offload_support::parseByteSize({text.data(), text.size()}, &error);
+  if (!budget.bytes) {
+    InFlightDiagnostic diag = anchor->emitError()
+                              << passName << ": option budget: " << error;
+    if (isNumber)
+      diag << "; a fraction of the predicted peak without offload is in "
+              "(0, 1]";
+    return failure();
+  }
+  return budget;
+}
+
+namespace {
 /// Saved links sharing one device storage: offloading frees it only if all
 /// of them go.
 struct Candidate {
@@ -214,6 +251,13 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         getArgument(), "max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();
+    if (mode == "budget") {
+      FailureOr<Budget> parsed =
+          parseBudget(getArgument(), budget, getOperation());
+      if (failed(parsed))
+        return signalPassFailure();
+      budgetValue = *parsed;
+    }
 
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
@@ -223,6 +267,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       if (failed(planStep(step, costModel, *execution, mode, *inflight)))
         return signalPassFailure();
   }
+
+  /// The parsed `budget` option, for plan=budget.
+  Budget budgetValue;
 
   LogicalResult planStep(const TrainingStep &step, const CostModel &costModel,
                          const ExecutionModel &execution, StringRef mode,
@@ -263,10 +310,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       fitHidden(planner, order, limit, chosen);
     } else {
       reason = "plan: not needed to fit the budget";
-      FailureOr<int64_t> limit = resolveBudget(baseline.peakBytes);
-      if (failed(limit))
-        return failure();
-      if (failed(fitBudget(planner, baseline, *limit, chosen, step)))
+      int64_t limit = budgetValue.resolve(baseline.peakBytes);
+      if (failed(fitBudget(planner, baseline, limit, chosen, step)))
         return failure();
     }
 
@@ -365,15 +410,6 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         width = std::max<size_t>(1, kept);
       }
     }
-  }
-
-  /// The budget in bytes: a byte size, or a fraction of `peakWithout`.
-  FailureOr<int64_t> resolveBudget(int64_t peakWithout) {
-    StringRef text = StringRef(budget).trim();
-    double fraction;
-    if (!text.getAsDouble(fraction) && fraction > 0 && fraction <= 1)
-      return static_cast<int64_t>(fraction * double(peakWithout));
-    return parseBytesOption(getArgument(), "budget", text, getOperation());
   }
 
   /// Greedy: while the peak is over the budget, offload the candidate live

@@ -767,11 +767,24 @@ TEST(Options, EnvironmentSetsDefaults) {
   setenv("OFFLOAD_RT_POOL_BYTES", "64MiB", 1);
   offload_rt_options_init(&opts);
   EXPECT_EQ(opts.pool_initial_bytes, 64 * kMiB);
+  // The passes' spelling (offload_support::parseByteSize): GB is decimal.
+  setenv("OFFLOAD_RT_POOL_BYTES", "2GB", 1);
+  offload_rt_options_init(&opts);
+  EXPECT_EQ(opts.pool_initial_bytes, 2000000000u);
   {
     StderrCapture err;
     setenv("OFFLOAD_RT_POOL_BYTES", "lots", 1);
     offload_rt_options_init(&opts);
-    EXPECT_TRUE(contains(err.take(), "ignoring OFFLOAD_RT_POOL_BYTES=lots"));
+    EXPECT_TRUE(contains(err.take(),
+                         "offload_rt: warning: ignoring OFFLOAD_RT_POOL_BYTES: "
+                         "'lots' is not a byte size"));
+  }
+  EXPECT_EQ(opts.pool_initial_bytes, 0u);
+  {
+    StderrCapture err;
+    setenv("OFFLOAD_RT_POOL_BYTES", "12XB", 1);
+    offload_rt_options_init(&opts);
+    EXPECT_TRUE(contains(err.take(), "unknown unit 'XB' in '12XB'"));
   }
   EXPECT_EQ(opts.pool_initial_bytes, 0u);
   unsetenv("OFFLOAD_RT_POOL_BYTES");

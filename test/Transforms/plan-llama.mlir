@@ -57,4 +57,4 @@
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // BADPLAN: error: offload-plan: unknown plan 'some' (expected 'all', 'hidden' or 'budget')
 // NOBUDGET: error: offload-plan: plan=budget needs budget=
-// BADBUDGET: error: offload-plan: cannot parse budget='lots' as a byte size
+// BADBUDGET: error: offload-plan: option budget: 'lots' is not a byte size

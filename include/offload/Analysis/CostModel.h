@@ -99,10 +99,6 @@ private:
   DeviceProfile profile;
 };
 
-/// Parses a byte size: a plain integer, or a number with one of the suffixes
-/// B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
-std::optional<int64_t> parseByteSize(StringRef text);
-
 } // namespace offload
 } // namespace mlir
 
