@@ -43,9 +43,9 @@ std::optional<int64_t> parseByteSize(std::string_view text,
                                      std::string *error = nullptr);
 
 /// `bytes` in binary units for people: "0 B", "512 B", "64.0 KiB",
-/// "1.5 GiB" (one decimal from KiB up; the largest unit with a value of at
-/// least 1, up to EiB). Negative values keep their sign.
-std::string formatByteSize(int64_t bytes);
+/// "1.5 GiB" (`decimals` decimals, 0 to 6, from KiB up; the largest unit with
+/// a value of at least 1, up to EiB). Negative values keep their sign.
+std::string formatByteSize(int64_t bytes, int decimals = 1);
 
 } // namespace offload_support
 

@@ -18,6 +18,8 @@
 
 #include "Context.h"
 
+#include "offload_support/ByteSize.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -31,8 +33,6 @@ constexpr bool kChecksByDefault = OFFLOAD_RT_CHECKS_DEFAULT;
 #else
 constexpr bool kChecksByDefault = true;
 #endif
-
-constexpr double kMiB = 1024.0 * 1024.0;
 
 /// Returns from the enclosing function when `expr` is not a success.
 #define RETURN_IF_FAILED(expr)                                                 \
@@ -179,13 +179,16 @@ void offload_rt_context::warnFallbackOnce(size_t bytes,
   if (warnedFallback_)
     return;
   warnedFallback_ = true;
+  using offload_support::formatByteSize;
   std::fprintf(stderr,
-               "offload_rt: warning: pinned pool exhausted (request %.2f MiB, "
-               "reserved %.2f MiB, in use %.2f MiB; growth: %s); keeping "
-               "buffers on the device. Further fallbacks are counted in the "
-               "stats, not reported.\n",
-               bytes / kMiB, pool_.reservedBytes() / kMiB,
-               pool_.inUseBytes() / kMiB, growthFailure);
+               "offload_rt: warning: pinned pool exhausted (request %s, "
+               "reserved %s, in use %s; growth: %s); keeping buffers on the "
+               "device. Further fallbacks are counted in the stats, not "
+               "reported.\n",
+               formatByteSize(static_cast<int64_t>(bytes)).c_str(),
+               formatByteSize(static_cast<int64_t>(pool_.reservedBytes())).c_str(),
+               formatByteSize(static_cast<int64_t>(pool_.inUseBytes())).c_str(),
+               growthFailure);
 }
 
 void offload_rt_context::returnBlock(void *block, size_t liveBytes) {

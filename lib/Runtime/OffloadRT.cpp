@@ -527,8 +527,10 @@ extern "C" offload_rt_status offload_rt_reset_stats(offload_rt_context *ctx) {
 }
 
 namespace {
-double gib(uint64_t bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
-double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
+/// Bytes for people ("1.0 GiB", "64.0 KiB"), for printf's %s.
+std::string human(uint64_t bytes) {
+  return offload_support::formatByteSize(static_cast<int64_t>(bytes));
+}
 double gbps(uint64_t bytes, double ms) { return ms > 0 ? bytes / ms / 1e6 : 0; }
 } // namespace
 
@@ -549,23 +551,26 @@ extern "C" offload_rt_status offload_rt_print_summary(offload_rt_context *ctx,
                "offload_rt summary (backend %s)\n"
                "                       device->host    host->device\n"
                "  copies           %15llu %15llu\n"
-               "  GiB              %15.3f %15.3f\n"
+               "  bytes            %15s %15s\n"
                "  copy time (ms)   %15.3f %15.3f\n"
                "  GB/s             %15.2f %15.2f\n"
                "  compute-stream waits: %llu, %.3f ms exposed\n"
-               "  pinned pool: %.1f MiB reserved in %llu chunk(s) (%llu grown), "
-               "%.1f MiB in use, peak %.1f MiB in use, peak %.1f MiB live\n"
+               "  pinned pool: %s reserved in %llu chunk(s) (%llu grown), "
+               "%s in use, peak %s in use, peak %s live\n"
                "  fallbacks (kept on device): %llu, pool stalls: %llu, "
                "throttles: %llu, device releases: %llu\n",
                offload_rt_backend_name(ctx),
                (unsigned long long)s.d2h_copies,
-               (unsigned long long)s.h2d_copies, gib(s.d2h_bytes),
-               gib(s.h2d_bytes), s.d2h_ms, s.h2d_ms,
+               (unsigned long long)s.h2d_copies, human(s.d2h_bytes).c_str(),
+               human(s.h2d_bytes).c_str(), s.d2h_ms, s.h2d_ms,
                gbps(s.d2h_bytes, s.d2h_ms), gbps(s.h2d_bytes, s.h2d_ms),
                (unsigned long long)s.waits, s.wait_ms,
-               mib(s.pinned_reserved_bytes), (unsigned long long)s.pool_chunks,
-               (unsigned long long)s.pool_grows, mib(s.pinned_in_use_bytes),
-               mib(s.pinned_peak_in_use_bytes), mib(s.host_peak_live_bytes),
+               human(s.pinned_reserved_bytes).c_str(),
+               (unsigned long long)s.pool_chunks,
+               (unsigned long long)s.pool_grows,
+               human(s.pinned_in_use_bytes).c_str(),
+               human(s.pinned_peak_in_use_bytes).c_str(),
+               human(s.host_peak_live_bytes).c_str(),
                (unsigned long long)s.fallbacks,
                (unsigned long long)s.pool_stalls,
                (unsigned long long)s.throttles,

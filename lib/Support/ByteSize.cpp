@@ -160,7 +160,7 @@ offload_support::parseByteSize(std::string_view text, std::string *error) {
   return static_cast<int64_t>(bytes);
 }
 
-std::string offload_support::formatByteSize(int64_t bytes) {
+std::string offload_support::formatByteSize(int64_t bytes, int decimals) {
   static const char *const units[] = {"B",   "KiB", "MiB", "GiB",
                                       "TiB", "PiB", "EiB"};
   // The magnitude as unsigned, so INT64_MIN has one too.
@@ -172,13 +172,19 @@ std::string offload_support::formatByteSize(int64_t bytes) {
     std::snprintf(buffer, sizeof buffer, "%s%" PRIu64 " B", sign, magnitude);
     return buffer;
   }
+  decimals = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
+  // Half a unit of the last decimal printed: a value that rounds to 1024
+  // moves up a unit ("1.0 MiB", not "1024.0 KiB").
+  double half = 0.5;
+  for (int i = 0; i < decimals; ++i)
+    half /= 10;
   double value = static_cast<double>(magnitude);
   int unit = 0;
-  // Move up while the value, as printed with one decimal, would reach 1024.
-  while (unit < 6 && value >= 1023.95) {
+  while (unit < 6 && value >= 1024 - half) {
     value /= 1024;
     ++unit;
   }
-  std::snprintf(buffer, sizeof buffer, "%s%.1f %s", sign, value, units[unit]);
+  std::snprintf(buffer, sizeof buffer, "%s%.*f %s", sign, decimals, value,
+                units[unit]);
   return buffer;
 }

@@ -18,6 +18,7 @@
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Transforms/Passes.h"
+#include "offload_support/ByteSize.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/DenseMap.h"
@@ -71,19 +72,9 @@ struct StepReport {
 };
 } // namespace
 
+/// Bytes for people (the project's one spelling); "?" for an unknown size.
 static std::string formatBytes(std::optional<int64_t> bytes) {
-  if (!bytes)
-    return "?";
-  double value = *bytes;
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  if (unit == 0)
-    return llvm::formatv("{0} B", *bytes).str();
-  return llvm::formatv("{0:f1} {1}", value, units[unit]).str();
+  return bytes ? offload_support::formatByteSize(*bytes) : "?";
 }
 
 static std::string formatSeconds(double seconds) {

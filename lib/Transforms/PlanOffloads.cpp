@@ -18,10 +18,10 @@
 #include "PassDeviceProfile.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Transforms/Passes.h"
+#include "offload_support/ByteSize.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir {
 namespace offload {
@@ -32,10 +32,6 @@ namespace offload {
 
 using namespace mlir;
 using namespace mlir::offload;
-
-static std::string formatGiB(int64_t bytes) {
-  return llvm::formatv("{0:f2} GiB", double(bytes) / (1ull << 30)).str();
-}
 
 namespace {
 /// A `budget=`: bytes, or a fraction of the predicted peak without offload.
@@ -464,12 +460,16 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
           llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));
       int64_t reachable =
           std::min(current.peakBytes, planner.simulate(all).peakBytes);
+      // Two decimals: the peaks are often within a tenth of the budget.
+      auto format = [](int64_t bytes) {
+        return offload_support::formatByteSize(bytes, /*decimals=*/2);
+      };
       return step.getForward().emitError()
-             << "offload-plan: no plan fits the budget of " << formatGiB(limit)
+             << "offload-plan: no plan fits the budget of " << format(limit)
              << " (" << limit << " bytes): the smallest predicted peak is "
-             << formatGiB(reachable) << " (" << reachable
+             << format(reachable) << " (" << reachable
              << " bytes); without offload it is "
-             << formatGiB(baseline.peakBytes) << " (" << baseline.peakBytes
+             << format(baseline.peakBytes) << " (" << baseline.peakBytes
              << " bytes)";
     }
     // Drop offloads that are no longer needed, latest choice first.

@@ -921,10 +921,12 @@ def check_loads(bwd: Func, n_saved: int) -> list[str]:
 
 CRASH_MARKERS = ("PLEASE submit a bug report", "Stack dump", "Assertion", "LLVM ERROR",
                  "UNREACHABLE", "Segmentation fault")
+# Sizes as offload_support::formatByteSize prints them ("512 B", "2.05 GiB").
+_SIZE = r"[\d.]+ (?:[KMGTPE]i)?B"
 BUDGET_ERROR = re.compile(
-    r"error: offload-plan: no plan fits the budget of [\d.]+ GiB \((\d+) bytes\): the "
-    r"smallest predicted peak is [\d.]+ GiB \((\d+) bytes\); without offload it is "
-    r"[\d.]+ GiB \((\d+) bytes\)")
+    rf"error: offload-plan: no plan fits the budget of {_SIZE} \((\d+) bytes\): the "
+    rf"smallest predicted peak is {_SIZE} \((\d+) bytes\); without offload it is "
+    rf"{_SIZE} \((\d+) bytes\)")
 # plan=hidden: the planner's default max-slowdown.
 MAX_SLOWDOWN = 0.01
 

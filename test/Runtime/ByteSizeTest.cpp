@@ -120,6 +120,11 @@ TEST(ByteSize, FormatsInBinaryUnitsForPeople) {
   EXPECT_EQ(formatByteSize(-64 * kKiB), "-64.0 KiB");
   EXPECT_EQ(formatByteSize(std::numeric_limits<int64_t>::max()), "8.0 EiB");
   EXPECT_EQ(formatByteSize(std::numeric_limits<int64_t>::min()), "-8.0 EiB");
+  // More decimals where one is too coarse (2.05 GiB is not 2.0 GiB).
+  EXPECT_EQ(formatByteSize(2198355984, 2), "2.05 GiB");
+  EXPECT_EQ(formatByteSize(kGiB - 1, 2), "1.00 GiB");
+  EXPECT_EQ(formatByteSize(512, 2), "512 B");
+  EXPECT_EQ(formatByteSize(1536, 0), "2 KiB");
 }
 
 TEST(ByteSize, FormattedSizesParseBack) {

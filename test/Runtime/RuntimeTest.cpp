@@ -358,7 +358,9 @@ TEST_F(Runtime, ExhaustedPoolKeepsOnDeviceAndWarnsOnce) {
   EXPECT_EQ(offload_rt_offload(ctx.get(), dev, data.size(), stream, &kept2),
             OFFLOAD_RT_KEPT_ON_DEVICE);
   std::string warning = err.take();
-  EXPECT_TRUE(contains(warning, "pinned pool exhausted")) << warning;
+  EXPECT_TRUE(contains(warning, "pinned pool exhausted (request 768.0 KiB, "
+                                "reserved 1.0 MiB, in use 768.0 KiB;"))
+      << warning;
   EXPECT_EQ(warning.find("pinned pool exhausted"),
             warning.rfind("pinned pool exhausted"))
       << "warned more than once: " << warning;
@@ -598,6 +600,11 @@ TEST_F(Runtime, StatsCountBytesCopiesTimesAndPeaks) {
   std::fclose(out);
   EXPECT_TRUE(contains(std::string(text, n), "device->host")) << text;
   EXPECT_TRUE(contains(std::string(text, n), "compute-stream waits: 2")) << text;
+  // Sizes in human units (offload_support::formatByteSize), not 0.000 GiB.
+  EXPECT_TRUE(contains(std::string(text, n),
+                       "  bytes                  192.0 KiB       128.0 KiB\n"))
+      << text;
+  EXPECT_TRUE(contains(std::string(text, n), "peak 192.0 KiB in use")) << text;
 
   EXPECT_OK(offload_rt_reset_stats(ctx.get()));
   s = stats();
