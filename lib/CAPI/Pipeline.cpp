@@ -182,11 +182,34 @@ static bool holds(const llvm::cl::Option *option) {
   return dynamic_cast<const mlir::detail::PassOptions::Option<T> *>(option);
 }
 
+/// For an enum-valued option holding an `E`: why `value` is not one of its
+/// spellings ("" if it is); std::nullopt if the option holds no `E`.
+template <typename E>
+static std::optional<std::string> checkEnumValue(llvm::cl::Option *option,
+                                                 StringRef value) {
+  auto *typed = dynamic_cast<mlir::detail::PassOptions::Option<E> *>(option);
+  if (!typed)
+    return std::nullopt;
+  auto &parser = typed->getParser();
+  std::vector<std::string> names;
+  for (unsigned i = 0, e = parser.getNumOptions(); i < e; ++i) {
+    if (parser.getOption(i) == value)
+      return std::string();
+    names.push_back(parser.getOption(i).str());
+  }
+  return ("'" + value + "' is not one of " + llvm::join(names, ", ")).str();
+}
+
 /// Why `value` is not valid for `option`, or "" if it is. Also "" for the
 /// other option types: strings and string lists, whose values always parse
 /// (anything else MLIR's parser still rejects, with a generic message here).
-static std::string checkOptionValue(const llvm::cl::Option *option,
+static std::string checkOptionValue(llvm::cl::Option *option,
                                     StringRef value) {
+  for (auto check : {checkEnumValue<offload::PlanMode>,
+                     checkEnumValue<offload::ReportFormat>,
+                     checkEnumValue<offload::ExecutionModel::Release>})
+    if (std::optional<std::string> problem = check(option, value))
+      return *problem;
   auto fits = [&](auto integer) { return !value.getAsInteger(0, integer); };
   if (holds<int>(option) || holds<long>(option) || holds<long long>(option) ||
       holds<unsigned>(option) || holds<unsigned long>(option) ||

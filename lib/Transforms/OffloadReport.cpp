@@ -331,16 +331,9 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
           << "offload-report: choose one of 'text' and 'json'";
       return signalPassFailure();
     }
-    if (json)
-      format = "json";
-    else if (text)
-      format = "text";
-    if (format != "text" && format != "json") {
-      getOperation().emitError()
-          << "offload-report: unknown format '" << format
-          << "' (expected 'text' or 'json')";
-      return signalPassFailure();
-    }
+    ReportFormat reportFormat = json   ? ReportFormat::Json
+                                : text ? ReportFormat::Text
+                                       : ReportFormat(format);
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
@@ -348,15 +341,12 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
         getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    FailureOr<ExecutionModel> execution = getPassExecutionModel(
-        getArgument(), release, fuseMemoryBound, getOperation());
-    if (failed(execution))
-      return signalPassFailure();
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     CostModel costModel(*profile);
     std::vector<StepReport> reports;
     for (const TrainingStep &step : steps) {
       FailureOr<StepModel> model =
-          StepModel::build(step, costModel, *execution);
+          StepModel::build(step, costModel, execution);
       if (failed(model))
         return signalPassFailure();
       SimulationResult before = model->simulate(model->getEmptyPlan());
@@ -366,7 +356,7 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     }
 
     auto print = [&](llvm::raw_ostream &os) {
-      if (format == "json")
+      if (reportFormat == ReportFormat::Json)
         printJson(reports, os);
       else
         printText(reports, os);

@@ -42,20 +42,12 @@ getPassDeviceProfile(StringRef passName,
   return profile;
 }
 
-/// The execution model from the `release` and `fuse-memory-bound` options;
-/// emits an error at `anchor` for an unknown release.
-inline FailureOr<ExecutionModel>
-getPassExecutionModel(StringRef passName, StringRef release,
-                      bool fuseMemoryBound, Operation *anchor) {
+/// The execution model from the `release` and `fuse-memory-bound` options.
+inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
+                                            bool fuseMemoryBound) {
   ExecutionModel execution;
+  execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
-  if (release == "at-wait") {
-    execution.release = ExecutionModel::Release::AtWait;
-  } else if (release != "after-copy") {
-    anchor->emitError() << passName << ": unknown release '" << release
-                        << "' (expected 'after-copy' or 'at-wait')";
-    return failure();
-  }
   return execution;
 }
 

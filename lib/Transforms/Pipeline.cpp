@@ -19,7 +19,7 @@ static void buildPipeline(OpPassManager &pm,
   find.minBytes = options.minBytes;
   find.denyOps.assign(options.denyOps.begin(), options.denyOps.end());
   pm.addPass(createFindSavedActivations(find));
-  if (options.plan != "all" || !options.budget.empty()) {
+  if (options.plan != PlanMode::All || !options.budget.empty()) {
     PlanOffloadsOptions plan;
     plan.plan = options.plan;
     plan.budget = options.budget;
@@ -42,7 +42,7 @@ static void buildPipeline(OpPassManager &pm,
     schedule.fuseMemoryBound = options.fuseMemoryBound;
     pm.addPass(createScheduleCopies(schedule));
   }
-  if (options.report != "none") {
+  if (options.report != ReportFormat::None) {
     OffloadReportOptions report;
     report.format = options.report;
     report.output = options.reportFile;

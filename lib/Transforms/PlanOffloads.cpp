@@ -211,26 +211,20 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   using Base::Base;
 
   void runOnOperation() override {
-    std::string mode = plan;
-    if (mode != "all" && mode != "hidden" && mode != "budget") {
-      getOperation().emitError()
-          << "offload-plan: unknown plan '" << mode
-          << "' (expected 'all', 'hidden' or 'budget')";
-      return signalPassFailure();
-    }
-    if (!budget.empty() && mode == "all")
-      mode = "budget";
-    if (mode == "budget" && budget.empty()) {
+    PlanMode mode = plan;
+    if (!budget.empty() && mode == PlanMode::All)
+      mode = PlanMode::Budget;
+    if (mode == PlanMode::Budget && budget.empty()) {
       getOperation().emitError() << "offload-plan: plan=budget needs budget=";
       return signalPassFailure();
     }
-    if (mode == "hidden" && !budget.empty()) {
+    if (mode == PlanMode::Hidden && !budget.empty()) {
       getOperation().emitError()
           << "offload-plan: budget= plans to a budget; it cannot be combined "
              "with plan=hidden";
       return signalPassFailure();
     }
-    if (mode == "all") {
+    if (mode == PlanMode::All) {
       markAllAnalysesPreserved();
       return;
     }
@@ -239,15 +233,12 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    FailureOr<ExecutionModel> execution = getPassExecutionModel(
-        getArgument(), release, fuseMemoryBound, getOperation());
-    if (failed(execution))
-      return signalPassFailure();
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     FailureOr<int64_t> inflight = parseBytesOption(
         getArgument(), "max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();
-    if (mode == "budget") {
+    if (mode == PlanMode::Budget) {
       FailureOr<Budget> parsed =
           parseBudget(getArgument(), budget, getOperation());
       if (failed(parsed))
@@ -260,7 +251,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(planStep(step, costModel, *execution, mode, *inflight)))
+      if (failed(planStep(step, costModel, execution, mode, *inflight)))
         return signalPassFailure();
   }
 
@@ -268,7 +259,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   Budget budgetValue;
 
   LogicalResult planStep(const TrainingStep &step, const CostModel &costModel,
-                         const ExecutionModel &execution, StringRef mode,
+                         const ExecutionModel &execution, PlanMode mode,
                          int64_t inflight) {
     FunctionOpInterface forward = step.getForward();
     FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
@@ -295,7 +286,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     SimulationResult baseline = planner.simulate({});
     SmallVector<unsigned> chosen;
     std::string reason;
-    if (mode == "hidden") {
+    if (mode == PlanMode::Hidden) {
       reason = "plan: its copy cannot be hidden under compute";
       SmallVector<unsigned> order =
           llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));

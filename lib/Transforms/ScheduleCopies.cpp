@@ -174,10 +174,7 @@ struct ScheduleCopies
         getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    FailureOr<ExecutionModel> execution = getPassExecutionModel(
-        getArgument(), release, fuseMemoryBound, getOperation());
-    if (failed(execution))
-      return signalPassFailure();
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     FailureOr<int64_t> cap =
         parseBytesOption(getArgument(), "max-inflight-bytes",
                          maxInflightBytes, getOperation());
@@ -188,7 +185,7 @@ struct ScheduleCopies
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(scheduleStep(step, costModel, *execution, *cap)))
+      if (failed(scheduleStep(step, costModel, execution, *cap)))
         return signalPassFailure();
   }
 };

@@ -18,7 +18,7 @@
 // and the loaded value and writes %r (12 us); %a, %b, %c never reach
 // memory. The peak loses those buffers.
 // FUSED: peak device memory 11.7 KiB -> 11.7 KiB; step 24.0 us -> 28.0 us (exposed copies 4.0 us)
-// BAD: error: offload-report: unknown release 'later' (expected 'after-copy' or 'at-wait')
+// BAD: for the --release option: 'later' is not one of after-copy, at-wait
 func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, #offload.host>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
   %e = math.exp %x : tensor<1000xf32>

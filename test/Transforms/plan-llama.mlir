@@ -55,6 +55,6 @@
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="plan=some" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPLAN
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="plan=budget" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBUDGET
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
-// BADPLAN: error: offload-plan: unknown plan 'some' (expected 'all', 'hidden' or 'budget')
+// BADPLAN: for the --plan option: 'some' is not one of all, hidden, budget
 // NOBUDGET: error: offload-plan: plan=budget needs budget=
 // BADBUDGET: error: offload-plan: option budget: 'lots' is not a byte size

@@ -57,7 +57,7 @@
 // JSON:              "kept_reason": "function argument",
 // JSON-NEXT:         "offloaded": false,
 
-// BAD: error: offload-report: unknown format 'yaml' (expected 'text' or 'json')
+// BAD: for the --format option: 'yaml' is not one of text, json
 
 func.func @forward(%x: tensor<8x1024xf32>, %w: tensor<1024x1024xf32>)
     -> (tensor<8x1024xf32>, tensor<8x1024xf32>, tensor<8x1024xf32>, tensor<8x1024xf32>)

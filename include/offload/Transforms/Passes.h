@@ -9,6 +9,7 @@
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Offload/IR/TrainingStep.h"
+#include "offload/Transforms/PassOptionValues.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -20,30 +21,29 @@ namespace offload {
 #define GEN_PASS_DECL
 #include "offload/Transforms/Passes.h.inc"
 
-/// Options of the `offload-activations` pipeline.
+/// Options of the `offload-activations` pipeline. Defaults shared with the
+/// passes' options come from PassOptionValues.h.
 struct OffloadPipelineOptions
     : public PassPipelineOptions<OffloadPipelineOptions> {
   PassOptions::Option<int64_t> minBytes{
       *this, "min-bytes",
       llvm::cl::desc("Values smaller than this stay on the device"),
-      llvm::cl::init(1024)};
+      llvm::cl::init(defaults::kMinBytes)};
   PassOptions::ListOption<std::string> denyOps{
       *this, "deny-ops",
       llvm::cl::desc("Producers (op names or trace targets) whose results "
                      "stay on the device")};
-  PassOptions::Option<std::string> report{
+  PassOptions::Option<ReportFormat> report{
       *this, "report",
       llvm::cl::desc("Print a report at the end: none, text or json"),
-      llvm::cl::init("none")};
+      llvm::cl::init(defaults::kReport), pipelineReportValues()};
   PassOptions::Option<std::string> reportFile{
       *this, "report-file",
       llvm::cl::desc("Where the report goes; '-' is standard output"),
       llvm::cl::init("-")};
-  PassOptions::Option<std::string> plan{
-      *this, "plan",
-      llvm::cl::desc("What to offload: all (every eligible value), hidden "
-                     "(what the link hides under compute) or budget"),
-      llvm::cl::init("all")};
+  PassOptions::Option<PlanMode> plan{
+      *this, "plan", llvm::cl::desc("What to offload: all, hidden or budget"),
+      llvm::cl::init(defaults::kPlan), planModeValues()};
   PassOptions::Option<std::string> budget{
       *this, "budget",
       llvm::cl::desc("Device memory budget (20GiB, 16GB, ...) or a fraction "
@@ -53,7 +53,7 @@ struct OffloadPipelineOptions
   PassOptions::Option<double> maxSlowdown{
       *this, "max-slowdown",
       llvm::cl::desc("plan=hidden: largest predicted step time increase"),
-      llvm::cl::init(0.01)};
+      llvm::cl::init(defaults::kMaxSlowdown)};
   PassOptions::Option<bool> schedule{
       *this, "schedule",
       llvm::cl::desc("Split copies into start/wait and hoist load starts "
@@ -62,20 +62,19 @@ struct OffloadPipelineOptions
   PassOptions::Option<std::string> maxInflightBytes{
       *this, "max-inflight-bytes",
       llvm::cl::desc("Most bytes of loads started and not yet waited"),
-      llvm::cl::init("2GiB")};
+      llvm::cl::init(defaults::kMaxInflightBytes)};
   PassOptions::Option<std::string> deviceProfile{
       *this, "device-profile",
       llvm::cl::desc("JSON device profile for the cost model"),
       llvm::cl::init("")};
-  PassOptions::Option<std::string> release{
+  PassOptions::Option<ExecutionModel::Release> release{
       *this, "release",
-      llvm::cl::desc("Where offloaded device memory comes back: after-copy "
-                     "(offload_rt) or at-wait (a stream-ordered allocator)"),
-      llvm::cl::init("after-copy")};
+      llvm::cl::desc("Where offloaded device memory comes back"),
+      llvm::cl::init(defaults::kRelease), releaseValues()};
   PassOptions::Option<bool> fuseMemoryBound{
       *this, "fuse-memory-bound",
       llvm::cl::desc("The code generator fuses memory-bound ops (Inductor)"),
-      llvm::cl::init(false)};
+      llvm::cl::init(defaults::kFuseMemoryBound)};
 };
 
 /// Adds find, plan (for plan=hidden|budget), insert-offloads,

@@ -9,6 +9,11 @@
 
 include "mlir/Pass/PassBase.td"
 
+// Enum-valued options are C++ enums with `cl::values`, and every default
+// that several options share is a constant: both live in
+// offload/Transforms/PassOptionValues.h, which the pipeline's options
+// (Passes.h) use too, so each default is defined once.
+
 // The options every cost-model pass takes: the device profile (a negative
 // value keeps the profile's number: the H100 defaults, or `device-profile`)
 // and what the model assumes about the code that runs the step.
@@ -34,12 +39,15 @@ defvar CostModelOptions = [
          "Fixed cost per copy, microseconds (H100: 10)">,
   Option<"opOverheadUs", "op-overhead-us", "double", /*default=*/"-1",
          "Fixed cost per op, microseconds (default 2)">,
-  Option<"release", "release", "std::string", /*default=*/"\"after-copy\"",
+  Option<"release", "release", "::mlir::offload::ExecutionModel::Release",
+         /*default=*/"::mlir::offload::defaults::kRelease",
          "Where an offloaded value's device memory comes back: after-copy "
          "(once its copy ends, compute never waits: offload_rt) or at-wait "
          "(at its offload's wait, which waits for the copy: a stream-ordered "
-         "allocator such as PyTorch's)">,
-  Option<"fuseMemoryBound", "fuse-memory-bound", "bool", /*default=*/"false",
+         "allocator such as PyTorch's)",
+         "::mlir::offload::releaseValues()">,
+  Option<"fuseMemoryBound", "fuse-memory-bound", "bool",
+         /*default=*/"::mlir::offload::defaults::kFuseMemoryBound",
          "The code generator fuses memory-bound ops between compute-bound ones "
          "(Inductor): values only they read never reach device memory">,
 ];
@@ -59,7 +67,8 @@ def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {
     (a forward output or another saved result) shares its storage.
   }];
   let options = [
-    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1024",
+    Option<"minBytes", "min-bytes", "int64_t",
+           /*default=*/"::mlir::offload::defaults::kMinBytes",
            "Values smaller than this stay on the device; values of unknown "
            "(dynamic) size stay unless this is 0">,
     ListOption<"denyOps", "deny-ops", "std::string",
@@ -154,9 +163,9 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
   }];
   let options = !listconcat(CostModelOptions, [
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
-           /*default=*/"\"2GiB\"",
-           "Most bytes of loads started and not yet waited (suffixes KiB, "
-           "MiB, GiB, KB, MB, GB; 0: no limit)">,
+           /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
+           "Most bytes of loads started and not yet waited (a byte size: "
+           "2GiB, 512MiB, 1.5GB, 4096; 0: no limit)">,
   ]);
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -177,19 +186,22 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     stating the smallest predicted peak reachable.
   }];
   let options = !listconcat(CostModelOptions, [
-    Option<"plan", "plan", "std::string", /*default=*/"\"all\"",
-           "all, hidden or budget">,
+    Option<"plan", "plan", "::mlir::offload::PlanMode",
+           /*default=*/"::mlir::offload::defaults::kPlan",
+           "What to keep offloading: all, hidden or budget",
+           "::mlir::offload::planModeValues()">,
     Option<"budget", "budget", "std::string", /*default=*/"\"\"",
-           "Device memory budget: bytes (suffixes KiB, MiB, GiB, KB, MB, GB) "
-           "or a fraction (0 < f <= 1) of the predicted peak without offload">,
-    Option<"maxSlowdown", "max-slowdown", "double", /*default=*/"0.01",
+           "Device memory budget: a byte size (20GiB, 16GB, 512MiB) or a "
+           "fraction (0 < f <= 1) of the predicted peak without offload">,
+    Option<"maxSlowdown", "max-slowdown", "double",
+           /*default=*/"::mlir::offload::defaults::kMaxSlowdown",
            "plan=hidden: largest predicted step time increase, as a fraction">,
     Option<"schedule", "schedule", "bool", /*default=*/"true",
            "Predict with load starts hoisted as far as time, in-flight bytes "
            "and the peak allow (as offload-schedule-copies does); false: "
            "loads start at their wait">,
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
-           /*default=*/"\"2GiB\"",
+           /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
            "In-flight load bytes limit the prediction assumes">,
   ]);
 }
@@ -206,8 +218,10 @@ def OffloadReport : Pass<"offload-report", "ModuleOp"> {
     change the IR.
   }];
   let options = !listconcat(CostModelOptions, [
-    Option<"format", "format", "std::string", /*default=*/"\"text\"",
-           "Report format: text or json">,
+    Option<"format", "format", "::mlir::offload::ReportFormat",
+           /*default=*/"::mlir::offload::defaults::kReportFormat",
+           "Report format: text or json",
+           "::mlir::offload::reportFormatValues()">,
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
            "File to write the report to; '-' is standard output">,
     Option<"text", "text", "bool", /*default=*/"false",

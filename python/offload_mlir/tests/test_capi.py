@@ -121,6 +121,10 @@ def test_syntax_error(capfd):
     ("report=text frobnicate=1", 13, "no such option 'frobnicate'"),
     ("schedule=maybe", 1, "is not a boolean"),
     ("max-slowdown=fast", 1, "is not a number"),
+    # Enum-valued options: the values they take, not a pass failure.
+    ("report=xml", 1, "option 'report': 'xml' is not one of none, text, json"),
+    ("min-bytes=0 plan=zzz", 13, "option 'plan': 'zzz' is not one of all, hidden, budget"),
+    ("release=later", 1, "option 'release': 'later' is not one of after-copy, at-wait"),
 ])
 def test_invalid_option_string(tiny_block, options, column, message, capfd):
     require_library()
@@ -135,9 +139,9 @@ def test_invalid_option_string(tiny_block, options, column, message, capfd):
 def test_invalid_option_value_reported_by_a_pass(tiny_block):
     require_library()
     with pytest.raises(capi.PipelineError) as info:
-        capi.run_pipeline(tiny_block, "report=xml")
-    assert re.search(r"<input>:\d+:\d+: error: offload-report: unknown format 'xml'",
-                     str(info.value)), str(info.value)
+        capi.run_pipeline(tiny_block, "budget=lots")
+    assert re.search(r"<input>:\d+:\d+: error: offload-plan: option budget: 'lots' is not a "
+                     r"byte size", str(info.value)), str(info.value)
 
 
 def test_contract_violation(capfd):

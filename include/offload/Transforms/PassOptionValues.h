@@ -1,0 +1,184 @@
+//===- PassOptionValues.h - Enums and defaults of the pass options -*- C++ -*-===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// What the options of the passes (Passes.td) and of the offload-activations
+// pipeline (OffloadPipelineOptions in Passes.h) share, defined once: the
+// enums of the enum-valued options with their spellings (cl::values), and
+// every default that more than one of them has. Passes.td names these
+// constants as its defaults; the C API and the Python bridge pass option
+// strings through and repeat none of them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_TRANSFORMS_PASSOPTIONVALUES_H
+#define OFFLOAD_TRANSFORMS_PASSOPTIONVALUES_H
+
+#include "offload/Analysis/StepSimulation.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <cstdint>
+
+namespace mlir {
+namespace offload {
+
+/// `plan=` of offload-plan and of the pipeline: what stays selected.
+enum class PlanMode {
+  /// Every value offload-find-saved-activations selected.
+  All,
+  /// What the cost model predicts the link hides under compute.
+  Hidden,
+  /// What fits `budget=` with the least predicted step time.
+  Budget,
+};
+
+/// `format=` of offload-report, `report=` of the pipeline.
+enum class ReportFormat {
+  /// No report (the pipeline only).
+  None,
+  Text,
+  Json,
+};
+
+/// Defaults shared by several options.
+namespace defaults {
+/// `min-bytes`: smaller values stay on the device.
+inline constexpr int64_t kMinBytes = 1024;
+inline constexpr PlanMode kPlan = PlanMode::All;
+/// `max-slowdown` of plan=hidden.
+inline constexpr double kMaxSlowdown = 0.01;
+/// `max-inflight-bytes`, parsed by offload_support::parseByteSize.
+inline constexpr const char kMaxInflightBytes[] = "2GiB";
+inline constexpr ExecutionModel::Release kRelease =
+    ExecutionModel::Release::AfterCopy;
+inline constexpr bool kFuseMemoryBound = false;
+/// `report` of the pipeline.
+inline constexpr ReportFormat kReport = ReportFormat::None;
+/// `format` of offload-report.
+inline constexpr ReportFormat kReportFormat = ReportFormat::Text;
+/// Where a report goes (`report-file` of the pipeline, `output` of
+/// offload-report): "" is standard error, so the report never mixes with
+/// the IR on standard output; "-" is standard output; anything else a file.
+inline constexpr const char kReportFile[] = "";
+} // namespace defaults
+
+/// The spellings of each enum option, for `llvm::cl::values`.
+inline llvm::cl::ValuesClass planModeValues() {
+  return llvm::cl::values(
+      clEnumValN(PlanMode::All, "all", "every eligible value"),
+      clEnumValN(PlanMode::Hidden, "hidden",
+                 "what the link hides under compute"),
+      clEnumValN(PlanMode::Budget, "budget", "what fits budget="));
+}
+
+inline llvm::cl::ValuesClass releaseValues() {
+  return llvm::cl::values(
+      clEnumValN(ExecutionModel::Release::AfterCopy, "after-copy",
+                 "once its copy ends (offload_rt)"),
+      clEnumValN(ExecutionModel::Release::AtWait, "at-wait",
+                 "at its offload's wait (a stream-ordered allocator)"));
+}
+
+/// offload-report's formats: a report pass always prints one.
+inline llvm::cl::ValuesClass reportFormatValues() {
+  return llvm::cl::values(clEnumValN(ReportFormat::Text, "text", "a table"),
+                          clEnumValN(ReportFormat::Json, "json", "JSON"));
+}
+
+/// The pipeline's `report=`: a format, or none.
+inline llvm::cl::ValuesClass pipelineReportValues() {
+  return llvm::cl::values(
+      clEnumValN(ReportFormat::None, "none", "no report"),
+      clEnumValN(ReportFormat::Text, "text", "a table"),
+      clEnumValN(ReportFormat::Json, "json", "JSON"));
+}
+
+/// llvm::cl's parser for enum values (llvm::cl::parser<E>, the same
+/// interface), except that a value it does not know is diagnosed with the
+/// values it knows: "'some' is not one of all, hidden, budget", not
+/// "Cannot find option named 'some'!". llvm::cl::parser<E> is specialized
+/// to it for each enum above, below.
+template <typename E>
+class EnumOptionParser : public llvm::cl::generic_parser_base {
+protected:
+  class OptionInfo : public generic_parser_base::GenericOptionInfo {
+  public:
+    OptionInfo(StringRef name, E value, StringRef help)
+        : GenericOptionInfo(name, help), V(value) {}
+    llvm::cl::OptionValue<E> V;
+  };
+  SmallVector<OptionInfo, 4> Values;
+
+public:
+  using parser_data_type = E;
+
+  EnumOptionParser(llvm::cl::Option &owner) : generic_parser_base(owner) {}
+
+  unsigned getNumOptions() const override { return Values.size(); }
+  StringRef getOption(unsigned n) const override { return Values[n].Name; }
+  StringRef getDescription(unsigned n) const override {
+    return Values[n].HelpStr;
+  }
+  const llvm::cl::GenericOptionValue &getOptionValue(unsigned n) const override {
+    return Values[n].V;
+  }
+
+  /// Returns true on error, as llvm::cl parsers do.
+  bool parse(llvm::cl::Option &option, StringRef argName, StringRef arg,
+             E &value) {
+    StringRef text = Owner.hasArgStr() ? arg : argName;
+    std::string known;
+    for (const OptionInfo &info : Values) {
+      if (info.Name == text) {
+        value = info.V.getValue();
+        return false;
+      }
+      known += (known.empty() ? "" : ", ") + info.Name.str();
+    }
+    return option.error("'" + text + "' is not one of " + known);
+  }
+
+  template <typename T>
+  void addLiteralOption(StringRef name, const T &value, StringRef help) {
+    Values.push_back(OptionInfo(name, static_cast<E>(value), help));
+    AddLiteralOption(Owner, name);
+  }
+
+  void removeLiteralOption(StringRef name) {
+    unsigned n = findOption(name);
+    assert(n != Values.size() && "option not found");
+    Values.erase(Values.begin() + n);
+  }
+};
+
+} // namespace offload
+} // namespace mlir
+
+namespace llvm {
+namespace cl {
+template <>
+class parser<mlir::offload::PlanMode>
+    : public mlir::offload::EnumOptionParser<mlir::offload::PlanMode> {
+public:
+  using EnumOptionParser::EnumOptionParser;
+};
+template <>
+class parser<mlir::offload::ReportFormat>
+    : public mlir::offload::EnumOptionParser<mlir::offload::ReportFormat> {
+public:
+  using EnumOptionParser::EnumOptionParser;
+};
+template <>
+class parser<mlir::offload::ExecutionModel::Release>
+    : public mlir::offload::EnumOptionParser<
+          mlir::offload::ExecutionModel::Release> {
+public:
+  using EnumOptionParser::EnumOptionParser;
+};
+} // namespace cl
+} // namespace llvm
+
+#endif // OFFLOAD_TRANSFORMS_PASSOPTIONVALUES_H

@@ -1,0 +1,30 @@
+// Bad option values of the offload-activations pipeline and its passes: a
+// diagnostic that names the option and the values it takes, a non-zero exit,
+// never a crash. Enum-valued options (plan, report, format, release) are
+// C++ enums parsed by llvm::cl.
+
+// RUN: not offload-opt %s --offload-activations="report=xml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: not offload-opt %s --offload-activations="release=later" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RELEASE
+// RUN: not offload-opt %s --offload-activations="plan=Hidden" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PLAN
+// RUN: not offload-opt %s -offload-plan="plan=some" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASS-PLAN
+// REPORT: for the --report option: 'xml' is not one of none, text, json
+// RELEASE: for the --release option: 'later' is not one of after-copy, at-wait
+// PLAN: for the --plan option: 'Hidden' is not one of all, hidden, budget
+// PASS-PLAN: for the --plan option: 'some' is not one of all, hidden, budget
+
+// The enums print back by name in the pass pipeline.
+// RUN: offload-opt %s --offload-activations="plan=hidden release=at-wait report=json report-file=%t.json" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// PIPELINE: offload-plan{{.*}} plan=hidden
+// PIPELINE-SAME: release=at-wait
+// PIPELINE: offload-report{{.*}}format=json
+
+func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<1000xf32>
+  %y = math.sin %e : tensor<1000xf32>
+  return %y, %e : tensor<1000xf32>, tensor<1000xf32>
+}
+func.func @backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  %o = arith.mulf %g, %s : tensor<1000xf32>
+  return %o : tensor<1000xf32>
+}
