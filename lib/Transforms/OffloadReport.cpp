@@ -327,8 +327,8 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
 
   void runOnOperation() override {
     if (json && text) {
-      getOperation().emitError()
-          << "offload-report: choose one of 'text' and 'json'";
+      emitError(getOperation().getLoc())
+          << "choose one of 'text' and 'json'";
       return signalPassFailure();
     }
     ReportFormat reportFormat = json   ? ReportFormat::Json
@@ -337,8 +337,7 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
-    FailureOr<DeviceProfile> profile = getPassDeviceProfile(
-        getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
+    FailureOr<DeviceProfile> profile = getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
@@ -368,7 +367,7 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
       std::unique_ptr<llvm::ToolOutputFile> file =
           openOutputFile(output, &error);
       if (!file) {
-        getOperation().emitError() << "offload-report: " << error;
+        emitError(getOperation().getLoc()) << error;
         return signalPassFailure();
       }
       print(file->os());

@@ -30,15 +30,18 @@ namespace offload {
         f32TFlops, attentionTFlops, copyLatencyUs, opOverheadUs                \
   }
 
+// Errors about options are emitted at the anchor's location, without the
+// pass name (MLIR locates diagnostics) and without the op attached: the
+// option, not the op, is what is wrong.
+
 /// Resolves `overrides` into a profile; emits an error at `anchor` on failure.
 inline FailureOr<DeviceProfile>
-getPassDeviceProfile(StringRef passName,
-                     const DeviceProfileOverrides &overrides,
+getPassDeviceProfile(const DeviceProfileOverrides &overrides,
                      Operation *anchor) {
   std::string error;
   FailureOr<DeviceProfile> profile = overrides.resolve(error);
   if (failed(profile))
-    anchor->emitError() << passName << ": " << error;
+    emitError(anchor->getLoc()) << error;
   return profile;
 }
 
@@ -53,15 +56,13 @@ inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
 
 /// Parses a byte-size option (offload_support::parseByteSize: 2GiB, 1.5GB,
 /// 4096); emits an error naming the option and why on failure.
-inline FailureOr<int64_t> parseBytesOption(StringRef passName,
-                                           StringRef optionName,
+inline FailureOr<int64_t> parseBytesOption(StringRef optionName,
                                            StringRef text, Operation *anchor) {
   std::string error;
   std::optional<int64_t> bytes =
       offload_support::parseByteSize({text.data(), text.size()}, &error);
   if (!bytes) {
-    anchor->emitError() << passName << ": option " << optionName << ": "
-                        << error;
+    emitError(anchor->getLoc()) << "option " << optionName << ": " << error;
     return failure();
   }
   return *bytes;

@@ -46,8 +46,7 @@ struct Budget {
 } // namespace
 
 /// A number in (0, 1] is a fraction; anything else a byte size.
-static FailureOr<Budget> parseBudget(StringRef passName, StringRef text,
-                                     Operation *anchor) {
+static FailureOr<Budget> parseBudget(StringRef text, Operation *anchor) {
   text = text.trim();
   Budget budget;
   double number;
@@ -60,8 +59,8 @@ static FailureOr<Budget> parseBudget(StringRef passName, StringRef text,
   budget.bytes =
       offload_support::parseByteSize({text.data(), text.size()}, &error);
   if (!budget.bytes) {
-    InFlightDiagnostic diag = anchor->emitError()
-                              << passName << ": option budget: " << error;
+    InFlightDiagnostic diag = emitError(anchor->getLoc())
+                              << "option budget: " << error;
     if (isNumber)
       diag << "; a fraction of the predicted peak without offload is in "
               "(0, 1]";
@@ -215,13 +214,13 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     if (!budget.empty() && mode == PlanMode::All)
       mode = PlanMode::Budget;
     if (mode == PlanMode::Budget && budget.empty()) {
-      getOperation().emitError() << "offload-plan: plan=budget needs budget=";
+      emitError(getOperation().getLoc()) << "plan=budget needs budget=";
       return signalPassFailure();
     }
     if (mode == PlanMode::Hidden && !budget.empty()) {
-      getOperation().emitError()
-          << "offload-plan: budget= plans to a budget; it cannot be combined "
-             "with plan=hidden";
+      emitError(getOperation().getLoc())
+          << "budget= plans to a budget; it cannot be combined with "
+             "plan=hidden";
       return signalPassFailure();
     }
     if (mode == PlanMode::All) {
@@ -229,18 +228,16 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return;
     }
     FailureOr<DeviceProfile> profile =
-        getPassDeviceProfile(
-        getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
+        getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
-    FailureOr<int64_t> inflight = parseBytesOption(
-        getArgument(), "max-inflight-bytes", maxInflightBytes, getOperation());
+    FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();
     if (mode == PlanMode::Budget) {
       FailureOr<Budget> parsed =
-          parseBudget(getArgument(), budget, getOperation());
+          parseBudget(budget, getOperation());
       if (failed(parsed))
         return signalPassFailure();
       budgetValue = *parsed;
@@ -456,7 +453,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         return offload_support::formatByteSize(bytes, /*decimals=*/2);
       };
       return step.getForward().emitError()
-             << "offload-plan: no plan fits the budget of " << format(limit)
+             << "no plan fits the budget of " << format(limit)
              << " (" << limit << " bytes): the smallest predicted peak is "
              << format(reachable) << " (" << reachable
              << " bytes); without offload it is "

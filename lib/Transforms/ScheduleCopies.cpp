@@ -170,13 +170,12 @@ struct ScheduleCopies
 
   void runOnOperation() override {
     FailureOr<DeviceProfile> profile =
-        getPassDeviceProfile(
-        getArgument(), OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
+        getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     FailureOr<int64_t> cap =
-        parseBytesOption(getArgument(), "max-inflight-bytes",
+        parseBytesOption("max-inflight-bytes",
                          maxInflightBytes, getOperation());
     if (failed(cap))
       return signalPassFailure();

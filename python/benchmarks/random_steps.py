@@ -924,7 +924,7 @@ CRASH_MARKERS = ("PLEASE submit a bug report", "Stack dump", "Assertion", "LLVM 
 # Sizes as offload_support::formatByteSize prints them ("512 B", "2.05 GiB").
 _SIZE = r"[\d.]+ (?:[KMGTPE]i)?B"
 BUDGET_ERROR = re.compile(
-    rf"error: offload-plan: no plan fits the budget of {_SIZE} \((\d+) bytes\): the "
+    rf"error: no plan fits the budget of {_SIZE} \((\d+) bytes\): the "
     rf"smallest predicted peak is {_SIZE} \((\d+) bytes\); without offload it is "
     rf"{_SIZE} \((\d+) bytes\)")
 # plan=hidden: the planner's default max-slowdown.

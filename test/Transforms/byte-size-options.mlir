@@ -14,11 +14,11 @@
 // RUN: not offload-opt %s --offload-activations="budget=1.5" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHOLE
 // RUN: not offload-opt %s --offload-activations="budget=99999999TiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=LARGE
 // RUN: not offload-opt %s -offload-schedule-copies="max-inflight-bytes=-1GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// LOTS: error: {{.*}}budget: 'lots' is not a byte size (expected a number with an optional unit, e.g. 64MiB, 1.5GB or 4096)
-// UNIT: error: {{.*}}budget: unknown unit 'XB' in '12XB' (expected B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, K, M, G or T)
-// WHOLE: error: {{.*}}budget: byte size '1.5' is not a whole number of bytes (a fraction needs a unit, e.g. 1.5KiB); a fraction of the predicted peak without offload is in (0, 1]
-// LARGE: error: {{.*}}budget: byte size '99999999TiB' is too large (at most 8.0 EiB)
-// NEGATIVE: error: {{.*}}max-inflight-bytes: byte size '-1GiB' is negative
+// LOTS: error: option budget: 'lots' is not a byte size (expected a number with an optional unit, e.g. 64MiB, 1.5GB or 4096)
+// UNIT: error: option budget: unknown unit 'XB' in '12XB' (expected B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, K, M, G or T)
+// WHOLE: error: option budget: byte size '1.5' is not a whole number of bytes (a fraction needs a unit, e.g. 1.5KiB); a fraction of the predicted peak without offload is in (0, 1]
+// LARGE: error: option budget: byte size '99999999TiB' is too large (at most 8.0 EiB)
+// NEGATIVE: error: option max-inflight-bytes: byte size '-1GiB' is negative
 
 // One 4000-byte saved value; the step's predicted peak is 15.6 KiB.
 func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)

@@ -12,7 +12,7 @@
 // add_, so the value is loaded before it, not at its real consumer %3: it is
 // on the device while %0 and %1 make the peak, and offloading it frees
 // nothing there.
-// CHECK: error: offload-plan: no plan fits the budget of 68.40 KiB (70041 bytes): the smallest predicted peak is 72.00 KiB (73728 bytes); without offload it is 72.00 KiB (73728 bytes)
+// CHECK: error: no plan fits the budget of 68.40 KiB (70041 bytes): the smallest predicted peak is 72.00 KiB (73728 bytes); without offload it is 72.00 KiB (73728 bytes)
 func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
   %a = trace.op "aten.exp.default"(%x) : (tensor<1024xf32>) -> tensor<1024xf32>
@@ -39,7 +39,7 @@ func.func @backward(%s: tensor<1024xf32>, %t: tensor<1024xf32>) -> tensor<32x32x
 // In forward, %a is saved through a view taken at the end, so its offload
 // goes after that view, not after %b, its last real use: %a is on the device
 // while %g and %h make the peak.
-// CHECK: error: offload-plan: no plan fits the budget of 68.40 KiB (70041 bytes): the smallest predicted peak is 72.00 KiB (73728 bytes); without offload it is 72.00 KiB (73728 bytes)
+// CHECK: error: no plan fits the budget of 68.40 KiB (70041 bytes): the smallest predicted peak is 72.00 KiB (73728 bytes); without offload it is 72.00 KiB (73728 bytes)
 func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<32x32xf32>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
   %a = trace.op "aten.exp.default"(%x) : (tensor<1024xf32>) -> tensor<1024xf32>

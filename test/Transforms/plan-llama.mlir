@@ -29,7 +29,7 @@
 // BLOCK-BUDGET: total: offloaded 1 values, 128.0 MiB; kept 35 values, 2.2 GiB
 // BLOCK-BUDGET-NEXT: peak device memory 2.5 GiB -> 2.4 GiB; step 20.003 ms -> 20.003 ms
 
-// BLOCK-NOFIT: error: offload-plan: no plan fits the budget of 2.00 GiB (2147483648 bytes): the smallest predicted peak is 2.05 GiB (2198355984 bytes); without offload it is 2.49 GiB (2669232144 bytes)
+// BLOCK-NOFIT: error: no plan fits the budget of 2.00 GiB (2147483648 bytes): the smallest predicted peak is 2.05 GiB (2198355984 bytes); without offload it is 2.49 GiB (2669232144 bytes)
 
 // Eight layers.
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=L8
@@ -49,12 +49,12 @@
 // L8-HIDDEN-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 160.024 ms -> 161.609 ms (exposed copies 1.585 ms)
 // L8-BUDGET: total: offloaded 8 values, 1.8 GiB; kept 266 values, 16.5 GiB
 // L8-BUDGET-NEXT: peak device memory 16.7 GiB -> 15.0 GiB; step 160.024 ms -> 160.024 ms (exposed copies 0.0 us)
-// L8-NOFIT: error: offload-plan: no plan fits the budget of 13.00 GiB (13958643712 bytes): the smallest predicted peak is 14.01 GiB
+// L8-NOFIT: error: no plan fits the budget of 13.00 GiB (13958643712 bytes): the smallest predicted peak is 14.01 GiB
 
 // Option errors.
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="plan=some" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPLAN
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="plan=budget" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBUDGET
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // BADPLAN: for the --plan option: 'some' is not one of all, hidden, budget
-// NOBUDGET: error: offload-plan: plan=budget needs budget=
-// BADBUDGET: error: offload-plan: option budget: 'lots' is not a byte size
+// NOBUDGET: error: plan=budget needs budget=
+// BADBUDGET: error: option budget: 'lots' is not a byte size

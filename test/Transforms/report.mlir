@@ -19,8 +19,8 @@
 // TEXT-NEXT: predicted (h100-pcie5): moved 64.0 KiB to host and 64.0 KiB back; peak device memory {{.*}}; step {{.*}} (exposed copies {{.*}})
 
 // SLOW: predicted (slow-link): moved 64.0 KiB to host and 64.0 KiB back
-// PROFILE: error: offload-report: cannot read device profile
-// TYPO: error: offload-report: device profile '{{.*}}': unknown key 'h2d_gbps'
+// PROFILE: error: cannot read device profile
+// TYPO: error: device profile '{{.*}}': unknown key 'h2d_gbps'
 
 // JSON:      "steps": [
 // JSON:          "backward": "backward",

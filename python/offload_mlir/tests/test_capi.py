@@ -140,7 +140,7 @@ def test_invalid_option_value_reported_by_a_pass(tiny_block):
     require_library()
     with pytest.raises(capi.PipelineError) as info:
         capi.run_pipeline(tiny_block, "budget=lots")
-    assert re.search(r"<input>:\d+:\d+: error: offload-plan: option budget: 'lots' is not a "
+    assert re.search(r"<input>:\d+:\d+: error: option budget: 'lots' is not a "
                      r"byte size", str(info.value)), str(info.value)
 
 
