@@ -35,9 +35,10 @@ extern "C" {
    On success returns 0 and sets
      *out_ir     to the transformed module,
      *out_report to the report the pipeline produced with report=text|json
-                 (an empty string with report=none, the default, or when
-                 report-file= names a file, which is then written as
-                 offload-opt would write it),
+                 (which offload-opt prints on stderr, or on stdout with
+                 report-file=-; an empty string with report=none, the
+                 default, or when report-file= names a file, which is then
+                 written as offload-opt would write it),
      *out_error  to the warnings and remarks emitted, if any (usually "").
    On failure (input that does not parse or verify, a module that breaks the
    training-step contract, a bad option string, a pass failure) returns

@@ -321,9 +321,10 @@ namespace {
 struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
   using Base::Base;
 
-  /// Where a report for standard output (`output` is "-") goes instead, when
-  /// set (createOffloadReport with a stream: in-process callers, the C API).
-  llvm::raw_ostream *stdoutReplacement = nullptr;
+  /// Where a report for a standard stream (`output` is "" or "-") goes
+  /// instead, when set (createOffloadReport with a stream: in-process
+  /// callers, the C API).
+  llvm::raw_ostream *streamReplacement = nullptr;
 
   void runOnOperation() override {
     if (json && text) {
@@ -360,8 +361,12 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
       else
         printText(reports, os);
     };
-    if (stdoutReplacement && output == "-") {
-      print(*stdoutReplacement);
+    // Standard error by default, so the report never mixes with the IR that
+    // offload-opt prints on standard output.
+    if (streamReplacement && (output.empty() || output == "-")) {
+      print(*streamReplacement);
+    } else if (output.empty()) {
+      print(llvm::errs());
     } else {
       std::string error;
       std::unique_ptr<llvm::ToolOutputFile> file =
@@ -380,8 +385,8 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
 
 std::unique_ptr<Pass>
 mlir::offload::createOffloadReport(const OffloadReportOptions &options,
-                                   llvm::raw_ostream &stdoutReplacement) {
+                                   llvm::raw_ostream &reportStream) {
   auto pass = std::make_unique<OffloadReport>(options);
-  pass->stdoutReplacement = &stdoutReplacement;
+  pass->streamReplacement = &reportStream;
   return pass;
 }

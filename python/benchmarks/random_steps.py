@@ -961,7 +961,8 @@ def sync_twin_pipeline(options: str) -> str:
     if opts.get("release") == "at-wait":
         passes.append(with_options("offload-schedule-copies", _MODEL_OPTIONS,
                                    ("max-inflight-bytes=1",)))
-    passes.append(with_options("offload-report", _MODEL_OPTIONS, ("format=json",)))
+    # output=-: the report on stdout (the IR goes to -o), not stderr.
+    passes.append(with_options("offload-report", _MODEL_OPTIONS, ("format=json", "output=-")))
     return "builtin.module(" + ",".join(passes) + ")"
 
 
@@ -1068,7 +1069,7 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
                 budget_text = str(limit)
             options = (options + f" budget={budget_text}").strip()
         res = os.path.join(work, f"step_{seed}_{index}.{config.name}.mlir")
-        pipeline = ("report=json " + options).strip()
+        pipeline = ("report=json report-file=- " + options).strip()
         cmd = [opt, src, f"--offload-activations={pipeline}",
                "--mlir-print-op-on-diagnostic=false", "-o", res]
         commands[config.name] = cmd

@@ -1,6 +1,6 @@
 // Debian's mlir-opt loads the project as one plugin and runs the same pipeline.
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations | FileCheck %s
-// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations="min-bytes=16384 report=text" -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations="min-bytes=16384 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --pass-pipeline="builtin.module(offload-find-saved-activations{min-bytes=0},offload-insert-offloads,offload-reorder-backward,offload-insert-loads)" | FileCheck %s
 
 // REPORT: offload report: @forward -> @backward: 1 of 1 saved results offloaded

@@ -3,8 +3,8 @@
 // offload_rt's OFFLOAD_RT_POOL_BYTES): binary and decimal units in any case,
 // dd's lone K/M/G/T (binary), fractions with a unit. Bad values say why.
 
-// RUN: offload-opt %s --offload-activations="budget=64M report=text" -o /dev/null | FileCheck %s --check-prefix=FITS
-// RUN: offload-opt %s --offload-activations="budget=0.5mib report=text" -o /dev/null | FileCheck %s --check-prefix=FITS
+// RUN: offload-opt %s --offload-activations="budget=64M report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FITS
+// RUN: offload-opt %s --offload-activations="budget=0.5mib report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FITS
 // RUN: offload-opt %s -offload-find-saved-activations -offload-insert-offloads -offload-insert-loads -offload-schedule-copies="max-inflight-bytes=1.5G" | FileCheck %s --check-prefix=INFLIGHT
 // FITS: 0 of 1 saved results offloaded
 // INFLIGHT: offload.load_start

@@ -3,9 +3,9 @@
 // ops are fused (`fuse-memory-bound`). Link and memory at 1 GB/s, no fixed
 // costs: each math op on tensor<1000xf32> takes 8 us unfused (4000 B read,
 // 4000 B written), a copy of one value 4 us.
-// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null | FileCheck %s --check-prefix=AFTER
-// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 release=at-wait" -o /dev/null | FileCheck %s --check-prefix=ATWAIT
-// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 fuse-memory-bound=true" -o /dev/null | FileCheck %s --check-prefix=FUSED
+// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AFTER
+// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 release=at-wait" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ATWAIT
+// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 fuse-memory-bound=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSED
 // RUN: not offload-opt %s -split-input-file -offload-report="release=later" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The synchronous offload of %e is issued at 16 us and takes 4 us. With

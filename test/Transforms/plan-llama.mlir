@@ -5,12 +5,12 @@
 // One layer: everything eligible offloaded, copies synchronous (the default)
 // or scheduled; plan=hidden keeps what the link hides; a budget below the
 // reachable peak is diagnosed.
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=BLOCK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=json" -o /dev/null | FileCheck %s --check-prefix=BLOCK-PEAK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true report=text" -o /dev/null | FileCheck %s --check-prefix=BLOCK-SCHED
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true report=json" -o /dev/null | FileCheck %s --check-prefix=BLOCK-PEAK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null | FileCheck %s --check-prefix=BLOCK-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true budget=0.95 report=text" -o %t.block.mlir | FileCheck %s --check-prefix=BLOCK-BUDGET
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-SCHED
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true budget=0.95 report=text" -o %t.block.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK-BUDGET
 // RUN: offload-opt %t.block.mlir -o /dev/null
 // RUN: not offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true budget=2GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-NOFIT
 
@@ -32,12 +32,12 @@
 // BLOCK-NOFIT: error: no plan fits the budget of 2.00 GiB (2147483648 bytes): the smallest predicted peak is 2.05 GiB (2198355984 bytes); without offload it is 2.49 GiB (2669232144 bytes)
 
 // Eight layers.
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=text" -o /dev/null | FileCheck %s --check-prefix=L8
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=json" -o /dev/null | FileCheck %s --check-prefix=L8-PEAK
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=text" -o /dev/null | FileCheck %s --check-prefix=L8-SCHED
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=json" -o /dev/null | FileCheck %s --check-prefix=L8-PEAK
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null | FileCheck %s --check-prefix=L8-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=15GiB report=text" -o /dev/null | FileCheck %s --check-prefix=L8-BUDGET
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-SCHED
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=15GiB report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-BUDGET
 // RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=13GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
 
 // L8: total: offloaded 184 values, 15.0 GiB; kept 90 values, 3.3 GiB

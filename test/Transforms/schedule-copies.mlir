@@ -7,8 +7,8 @@
 // RUN: offload-opt %s -split-input-file -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 max-inflight-bytes=1000" | FileCheck %s --check-prefix=CAPPED
 // The report predicts no exposed copy time for the scheduled step, and the
 // full 4 us for the unscheduled one.
-// RUN: offload-opt %s -split-input-file -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null | FileCheck %s --check-prefix=REPORT
-// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: offload-opt %s -split-input-file -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SYNC
 // RUN: not offload-opt %s -split-input-file -offload-schedule-copies="max-inflight-bytes=lots" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-LABEL: func @forward

@@ -39,8 +39,9 @@ struct OffloadPipelineOptions
       llvm::cl::init(defaults::kReport), pipelineReportValues()};
   PassOptions::Option<std::string> reportFile{
       *this, "report-file",
-      llvm::cl::desc("Where the report goes; '-' is standard output"),
-      llvm::cl::init("-")};
+      llvm::cl::desc("Where the report goes: standard error by default, '-' "
+                     "for standard output, or a file"),
+      llvm::cl::init(defaults::kReportFile)};
   PassOptions::Option<PlanMode> plan{
       *this, "plan", llvm::cl::desc("What to offload: all, hidden or budget"),
       llvm::cl::init(defaults::kPlan), planModeValues()};
@@ -83,17 +84,18 @@ struct OffloadPipelineOptions
 void buildOffloadPipeline(OpPassManager &pm,
                           const OffloadPipelineOptions &options);
 
-/// Like buildOffloadPipeline, but a report that would go to standard output
-/// (report-file=-, the default) is written to `reportStream` instead, which
-/// must outlive the pass manager's run. For in-process callers (the C API).
+/// Like buildOffloadPipeline, but a report that would go to a standard
+/// stream (standard error by default, or standard output with report-file=-)
+/// is written to `reportStream` instead, which must outlive the pass
+/// manager's run. For in-process callers (the C API).
 void buildOffloadPipelineWithReportStream(OpPassManager &pm,
                                           const OffloadPipelineOptions &options,
                                           llvm::raw_ostream &reportStream);
 
-/// The `offload-report` pass, writing a report meant for standard output
-/// (output=-) to `stdoutReplacement` instead.
+/// The `offload-report` pass, writing a report meant for a standard stream
+/// (no `output`, or output=-) to `reportStream` instead.
 std::unique_ptr<Pass> createOffloadReport(const OffloadReportOptions &options,
-                                          llvm::raw_ostream &stdoutReplacement);
+                                          llvm::raw_ostream &reportStream);
 
 /// Registers `offload-activations`.
 void registerOffloadPipeline();

@@ -209,7 +209,8 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
 def OffloadReport : Pass<"offload-report", "ModuleOp"> {
   let summary = "Print what was offloaded, how many bytes, and where";
   let description = [{
-    Prints, for every training step, each saved result with its producer,
+    Prints (to standard error unless `output=` names a file, or `-` for
+    standard output), for every training step, each saved result with its producer,
     type, bytes, the forward op it is offloaded after and the backward op it
     is loaded before (and where its load starts, if split), its predicted
     exposed copy time, or the reason it stays on the device; then totals:
@@ -222,8 +223,11 @@ def OffloadReport : Pass<"offload-report", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kReportFormat",
            "Report format: text or json",
            "::mlir::offload::reportFormatValues()">,
-    Option<"output", "output", "std::string", /*default=*/"\"-\"",
-           "File to write the report to; '-' is standard output">,
+    Option<"output", "output", "std::string",
+           /*default=*/"::mlir::offload::defaults::kReportFile",
+           "Where the report goes: standard error by default (never mixed "
+           "with the IR on standard output), '-' for standard output, or a "
+           "file">,
     Option<"text", "text", "bool", /*default=*/"false",
            "Shorthand for format=text (so --offload-report=text parses)">,
     Option<"json", "json", "bool", /*default=*/"false",

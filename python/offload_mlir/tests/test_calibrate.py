@@ -159,7 +159,7 @@ def test_profile_accepted_by_offload_opt(cpu_run, offload_opt, tmp_path):
     profile = json.loads(path.read_text())
     proc = subprocess.run(
         [offload_opt, TINY_BLOCK,
-         f"--offload-activations=plan=hidden device-profile={path} report=json",
+         f"--offload-activations=plan=hidden device-profile={path} report=json report-file=-",
          "-o", str(tmp_path / "out.mlir")],
         capture_output=True, text=True)
     if proc.returncode != 0:

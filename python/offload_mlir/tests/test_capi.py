@@ -52,12 +52,13 @@ def tiny_block():
 
 def run_offload_opt(offload_opt, path, options, tmp_path):
     """(IR, report) as offload-opt prints them: the IR to -o, the report to
-    stdout."""
+    stderr (its default: never mixed with the IR)."""
     out = tmp_path / "out.mlir"
     proc = subprocess.run(
         [offload_opt, str(path), f"--offload-activations={options}", "-o", str(out)],
         check=True, capture_output=True, text=True)
-    return out.read_text(), proc.stdout
+    assert proc.stdout == ""
+    return out.read_text(), proc.stderr
 
 
 @pytest.mark.parametrize("options", [

@@ -179,17 +179,17 @@ def test_sync_twin_pipeline():
     twin = random_steps.sync_twin_pipeline("min-bytes=0 schedule=true max-inflight-bytes=16KiB")
     assert twin == ("builtin.module(offload-find-saved-activations{min-bytes=0},"
                     "offload-insert-offloads,offload-reorder-backward,offload-insert-loads,"
-                    "offload-report{format=json})")
+                    "offload-report{format=json output=-})")
     twin = random_steps.sync_twin_pipeline("schedule=true budget=0.75 fuse-memory-bound=true")
     assert ("offload-plan{schedule=true budget=0.75 fuse-memory-bound=true}" in twin
-            and "offload-report{fuse-memory-bound=true format=json}" in twin)
+            and "offload-report{fuse-memory-bound=true format=json output=-}" in twin)
     assert "offload-schedule-copies" not in twin
     # With release=at-wait offload waits hold memory: they stay where the
     # scheduled run puts them, and no load is hoisted.
     twin = random_steps.sync_twin_pipeline("schedule=true release=at-wait")
     assert twin.endswith("offload-insert-loads,"
                          "offload-schedule-copies{release=at-wait max-inflight-bytes=1},"
-                         "offload-report{release=at-wait format=json})")
+                         "offload-report{release=at-wait format=json output=-})")
     with pytest.raises(ValueError, match="deny-ops"):
         random_steps.sync_twin_pipeline("schedule=true deny-ops=aten.mm.default")
 

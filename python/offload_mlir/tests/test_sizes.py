@@ -30,7 +30,7 @@ func.func @backward(%s: tensor<{n}x{elem}>) {{
 def _pipeline_bytes(offload_opt, tmp_path, elem):
     path = tmp_path / "step.mlir"
     path.write_text(STEP.format(n=N, elem=elem))
-    proc = subprocess.run([offload_opt, str(path), "--offload-activations=min-bytes=0 report=json",
+    proc = subprocess.run([offload_opt, str(path), "--offload-activations=min-bytes=0 report=json report-file=-",
                            "-o", "/dev/null"], check=True, capture_output=True, text=True)
     (entry,) = json.loads(proc.stdout)["steps"][0]["saved"]
     return entry["bytes"]

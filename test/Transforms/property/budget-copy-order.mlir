@@ -15,7 +15,7 @@
 // RUN: not offload-opt %s -offload-activations="budget=218000" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s
 // CHECK: error: no plan fits the budget of 212.89 KiB (218000 bytes): the smallest predicted peak is 213.12 KiB (218240 bytes); without offload it is 217.12 KiB (222336 bytes)
 // A budget the plan can meet is met.
-// RUN: offload-opt %s -offload-activations="budget=220000 report=json" -o /dev/null | FileCheck %s --check-prefix=FIT
+// RUN: offload-opt %s -offload-activations="budget=220000 report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIT
 // FIT: "peak_bytes_after": 218240,
 
 // Random training step 11 of seed 26: 90 ops (35 forward, 55 backward), 3 outputs, 12 saved values, element type bf16.
