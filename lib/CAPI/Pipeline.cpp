@@ -270,8 +270,13 @@ static LogicalResult parsePipelineOptions(CheckedPipelineOptions &options,
 
   std::string parserErrors;
   llvm::raw_string_ostream parserStream(parserErrors);
-  if (succeeded(options.parseFromString(text, parserStream)))
-    return success();
+  if (succeeded(options.parseFromString(text, parserStream))) {
+    std::string error;
+    if (succeeded(offload::checkOffloadPipelineOptions(options, error)))
+      return success();
+    os << kOptionsName << ":1:1: error: " << error << "\n";
+    return failure();
+  }
   StringRef message = StringRef(parserErrors).trim();
   os << kOptionsName << ":1:1: error: "
      << (message.empty() ? StringRef("cannot parse the offload-activations "

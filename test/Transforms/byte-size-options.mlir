@@ -14,6 +14,10 @@
 // RUN: not offload-opt %s --offload-activations="budget=1.5" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHOLE
 // RUN: not offload-opt %s --offload-activations="budget=99999999TiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=LARGE
 // RUN: not offload-opt %s -offload-schedule-copies="max-inflight-bytes=-1GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// A bad value is an error even where no pass would read it (no plan, no
+// schedule=true): the pipeline checks its options before it is built.
+// RUN: not offload-opt %s --offload-activations="max-inflight-bytes=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNUSED
+// UNUSED: error: option max-inflight-bytes: 'lots' is not a byte size
 // LOTS: error: option budget: 'lots' is not a byte size (expected a number with an optional unit, e.g. 64MiB, 1.5GB or 4096)
 // UNIT: error: option budget: unknown unit 'XB' in '12XB' (expected B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, K, M, G or T)
 // WHOLE: error: option budget: byte size '1.5' is not a whole number of bytes (a fraction needs a unit, e.g. 1.5KiB); a fraction of the predicted peak without offload is in (0, 1]

@@ -97,6 +97,11 @@ void buildOffloadPipelineWithReportStream(OpPassManager &pm,
 std::unique_ptr<Pass> createOffloadReport(const OffloadReportOptions &options,
                                           llvm::raw_ostream &reportStream);
 
+/// Checks what the passes would not: a bad value of an option that no pass
+/// of the pipeline reads with these options. `error` says why.
+LogicalResult checkOffloadPipelineOptions(const OffloadPipelineOptions &options,
+                                          std::string &error);
+
 /// Registers `offload-activations`.
 void registerOffloadPipeline();
 

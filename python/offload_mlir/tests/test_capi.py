@@ -126,6 +126,8 @@ def test_syntax_error(capfd):
     ("report=xml", 1, "option 'report': 'xml' is not one of none, text, json"),
     ("min-bytes=0 plan=zzz", 13, "option 'plan': 'zzz' is not one of all, hidden, budget"),
     ("release=later", 1, "option 'release': 'later' is not one of after-copy, at-wait"),
+    # Checked by the pipeline even though no pass reads it here.
+    ("max-inflight-bytes=lots", 1, "option max-inflight-bytes: 'lots' is not a byte size"),
 ])
 def test_invalid_option_string(tiny_block, options, column, message, capfd):
     require_library()
