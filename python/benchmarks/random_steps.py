@@ -1189,7 +1189,7 @@ def check_looser_budget(opt: str, src: str, options: str, limit: int, peak_befor
     must fit too, and predict a step no slower than `pred`'s (the plan for
     `limit` fits it, so a slower plan would not cost what it must)."""
     looser = limit + 1 + int(rng.random() * max(0, peak_before - limit))
-    cmd = [opt, src, f"--offload-activations=report=json {options} budget={looser}".strip(),
+    cmd = [opt, src, f"--offload-activations=report=json report-file=- {options} budget={looser}".strip(),
            "--mlir-print-op-on-diagnostic=false", "-o", os.devnull]
     proc = _run(cmd)
     crash = _crash(proc)
