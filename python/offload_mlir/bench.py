@@ -902,6 +902,12 @@ def main(argv: list[str] | None = None) -> int:
         doc = dict(docs[0], results=[], merged_from=[os.path.basename(x) for x in args.merge])
         for run, d in enumerate(docs, 1):
             doc["results"].extend(dict(r, run=run) for r in d["results"])
+        for r in doc["results"]:
+            # Runs from before rows named their gradient baseline.
+            try:
+                r.setdefault("grad_baseline", parse_row(r["row"]).grad_baseline)
+            except ValueError:
+                pass  # a renamed row keeps its plain baseline
         compare_all(doc["results"])
         _write(doc, args.out)
         args.plot_from = (args.out + ".json") if args.out else None
