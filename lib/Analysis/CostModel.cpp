@@ -84,6 +84,7 @@ FailureOr<DeviceProfile> DeviceProfile::loadJson(StringRef path,
       {"attention_TFLOPs", &profile.attentionFlops, 1e12},
       {"copy_latency_us", &profile.copyLatency, 1e-6},
       {"op_overhead_us", &profile.opOverhead, 1e-6},
+      {"copy_interference", &profile.copyInterference, 1},
   };
   for (const auto &[key, value] : *object) {
     if (key == "name") {
@@ -132,6 +133,7 @@ DeviceProfileOverrides::resolve(std::string &error) const {
   set(attentionTFlops, profile.attentionFlops, 1e12);
   set(copyLatencyUs, profile.copyLatency, 1e-6);
   set(opOverheadUs, profile.opOverhead, 1e-6);
+  set(copyInterference, profile.copyInterference, 1);
   if (profile.d2hBandwidth <= 0 || profile.h2dBandwidth <= 0 ||
       profile.bothWaysBandwidth <= 0 || profile.hbmBandwidth <= 0) {
     error = "device profile: bandwidths must be positive";

@@ -281,6 +281,7 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   model.d2hBandwidth = profile.d2hBandwidth;
   model.h2dBandwidth = profile.h2dBandwidth;
   model.bothWaysBandwidth = profile.bothWaysBandwidth;
+  model.copyInterference = profile.copyInterference;
 
   unsigned numSaved = step.getNumSaved();
   model.links.resize(numSaved);
@@ -669,6 +670,8 @@ public:
   }
 
   bool isDone(unsigned copy) const { return endTime[copy] < kInf; }
+  /// Seconds the streams have transferred so far, summed over the two.
+  double getTransferSeconds() const { return transferSeconds; }
   double getEnd(unsigned copy) const { return endTime[copy]; }
   double getNow() const { return now; }
 
@@ -700,12 +703,15 @@ public:
       }
       if (next > target) {
         for (int s = 0; s < 2; ++s)
-          if (transferring[s])
+          if (transferring[s]) {
             streams[s].remaining -= rate[s] * (target - now);
+            transferSeconds += target - now;
+          }
         now = target;
         return;
       }
       double dt = next - now;
+      transferSeconds += dt * (int(transferring[0]) + int(transferring[1]));
       now = next;
       for (int s = 0; s < 2; ++s) {
         Stream &stream = streams[s];
@@ -764,7 +770,7 @@ private:
   double latency;
   double bandwidth[2], shared[2];
   Stream streams[2];
-  double now = 0;
+  double now = 0, transferSeconds = 0;
   SmallVector<double> issueTime, endTime;
 };
 
@@ -833,7 +839,18 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     }
     opStart[pos] = time;
     if (pos < numOps) {
-      time += ops[pos].seconds;
+      double seconds = ops[pos].seconds;
+      if (copyInterference > 0) {
+        // The op runs longer by the share of copy transfer beside it (the
+        // streams run on meanwhile, but the added time is not charged again).
+        double transferred = streams.getTransferSeconds();
+        streams.run(time + seconds);
+        double slowdown =
+            copyInterference * (streams.getTransferSeconds() - transferred);
+        seconds += slowdown;
+        result.interferenceSeconds += slowdown;
+      }
+      time += seconds;
       result.computeSeconds += ops[pos].seconds;
     }
     opEnd[pos] = time;

@@ -62,6 +62,7 @@ struct Prediction {
   std::string device;
   int64_t peakBefore = 0, peakAfter = 0;
   double stepBefore = 0, stepAfter = 0, exposedAfter = 0;
+  double interferenceAfter = 0;
   int64_t d2hBytes = 0, h2dBytes = 0;
 };
 
@@ -195,6 +196,7 @@ static Prediction predict(const StepModel &model, const SimulationResult &before
   prediction.peakAfter = after.peakBytes;
   prediction.stepAfter = after.stepSeconds;
   prediction.exposedAfter = after.exposedSeconds;
+  prediction.interferenceAfter = after.interferenceSeconds;
   prediction.d2hBytes = after.d2hBytes;
   prediction.h2dBytes = after.h2dBytes;
   return prediction;
@@ -254,12 +256,16 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
     const Prediction &p = report.prediction;
     os << llvm::formatv("predicted ({0}): moved {1} to host and {2} back; "
                         "peak device memory {3} -> {4}; step {5} -> {6} "
-                        "(exposed copies {7})\n",
+                        "(exposed copies {7}{8})\n",
                         p.device, formatBytes(p.d2hBytes),
                         formatBytes(p.h2dBytes), formatBytes(p.peakBefore),
                         formatBytes(p.peakAfter), formatSeconds(p.stepBefore),
                         formatSeconds(p.stepAfter),
-                        formatSeconds(p.exposedAfter));
+                        formatSeconds(p.exposedAfter),
+                        p.interferenceAfter > 0
+                            ? ", kernels slowed by copies " +
+                                  formatSeconds(p.interferenceAfter)
+                            : std::string());
   }
 }
 
@@ -309,7 +315,9 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
              {"peak_bytes_after", report.prediction.peakAfter},
              {"step_seconds_before", report.prediction.stepBefore},
              {"step_seconds_after", report.prediction.stepAfter},
-             {"exposed_seconds_after", report.prediction.exposedAfter}}}});
+             {"exposed_seconds_after", report.prediction.exposedAfter},
+             {"interference_seconds_after",
+              report.prediction.interferenceAfter}}}});
   }
   os << llvm::formatv("{0:2}",
                       llvm::json::Value(llvm::json::Object{

@@ -27,7 +27,8 @@ namespace offload {
 #define OFFLOAD_PASS_PROFILE_OVERRIDES()                                       \
   ::mlir::offload::DeviceProfileOverrides {                                    \
     deviceProfile, d2hGBps, h2dGBps, bothWaysGBps, hbmGBps, bf16TFlops,         \
-        f32TFlops, attentionTFlops, copyLatencyUs, opOverheadUs                \
+        f32TFlops, attentionTFlops, copyLatencyUs, opOverheadUs,               \
+        copyInterference                                                       \
   }
 
 // Errors about options are emitted at the anchor's location, without the

@@ -60,6 +60,7 @@ PROFILE_KEYS = (
     "attention_TFLOPs",
     "copy_latency_us",
     "op_overhead_us",
+    "copy_interference",
 )
 
 KiB = 1 << 10
@@ -457,7 +458,12 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
 
     Each round queues enough kernels to outlast the copies, then the copies
     on their own streams; a rate is bytes over the time from the first
-    copy's start to the last one's end."""
+    copy's start to the last one's end.
+
+    The same rounds give `copy_interference`: how much longer the queued
+    kernels ran beside the copies than in a round without copies, per second
+    of transfer on each copy stream (the step model adds that much kernel
+    time). The profile takes the larger of the two loads'."""
     if not dev.is_cuda:
         raise NotImplementedError("the CPU plumbing test has no concurrent compute")
     torch = dev.torch
@@ -478,10 +484,13 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
     }
     main = torch.cuda.current_stream(dev.device)
 
-    def round_trip(load, directions) -> float:
+    def round_trip(load, directions, kernel_times=None) -> float:
         kernel, count = load
+        k_start, k_end = dev.event(), dev.event()
+        k_start.record(main)
         for _ in range(count):
             kernel()
+        k_end.record(main)
         starts, ends = [], []
         for stream, copy in directions:
             with torch.cuda.stream(stream):
@@ -495,6 +504,13 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
         main.wait_stream(link.d2h_stream)
         main.wait_stream(link.h2d_stream)
         dev.synchronize()
+        if kernel_times is not None:
+            kernel_times.append(k_start.elapsed_time(k_end) * 1e-3)
+        if not directions:
+            return 0.0
+        # Per stream, not from the first start: the interference sums them.
+        if kernel_times is not None:
+            kernel_times.append(sum(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e-3)
         return max(starts[0].elapsed_time(end) for end in ends) * 1e-3
 
     d2h = [(link.d2h_stream, link.d2h(n))]
@@ -503,22 +519,33 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
     repeats = max(2, plan.repeats - 1)
     details: Dict[str, Any] = {}
     rates: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
+    interference: List[float] = []
     for load_name, load in loads.items():
         round_trip(load, d2h + h2d)  # warm-up
         samples: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
+        alone: List[float] = []  # kernel time of a round without copies
+        beside: List[Tuple[float, float]] = []  # (kernel time, transfer time)
         for _ in range(repeats):
-            samples["d2h"].append(round_trip(load, d2h))
-            samples["h2d"].append(round_trip(load, h2d))
-            samples["both_ways"].append(round_trip(load, d2h + h2d))
+            round_trip(load, [], alone)
+            for key, directions in (("d2h", d2h), ("h2d", h2d), ("both_ways", d2h + h2d)):
+                times: List[float] = []
+                samples[key].append(round_trip(load, directions, times))
+                beside.append((times[0], times[1]))
+        kernels_alone = statistics.median(alone)
+        per_transfer = [(k - kernels_alone) / t for k, t in beside if t > 0]
+        interference.append(max(0.0, statistics.median(per_transfer)))
         for key, values in samples.items():
             total = moved * (2 if key == "both_ways" else 1)
             rates[key].append(total / statistics.median(values) / 1e9)
         details[load_name] = {key: _stats(value) for key, value in samples.items()}
         details[load_name]["kernels_queued_per_round"] = load[1]
+        details[load_name]["kernel_seconds_without_copies"] = _stats(alone)
+        details[load_name]["copy_interference"] = _sig(interference[-1])
     profile = {
         "d2h_GBps": min(rates["d2h"]),
         "h2d_GBps": min(rates["h2d"]),
         "both_ways_GBps": min(rates["both_ways"]),
+        "copy_interference": max(interference),
     }
     details.update(
         bytes_per_direction=moved,
@@ -1030,6 +1057,7 @@ _HOW = {
     "attention_TFLOPs": "causal SDPA fwd+bwd, bf16",
     "hbm_GBps": "copy_ + add, read + written",
     "op_overhead_us": "tiny kernel back to back, per op",
+    "copy_interference": "kernel time added per second of copy beside it (GEMMs, adds; larger)",
 }
 
 

@@ -6,6 +6,7 @@
 // RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AFTER
 // RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 release=at-wait" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ATWAIT
 // RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 fuse-memory-bound=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSED
+// RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-interference=0.5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INTERF
 // RUN: not offload-opt %s -split-input-file -offload-report="release=later" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The synchronous offload of %e is issued at 16 us and takes 4 us. With
@@ -13,6 +14,10 @@
 // 4 us); with release=at-wait compute waits for it where it is issued.
 // AFTER: step 60.0 us -> 64.0 us (exposed copies 4.0 us)
 // ATWAIT: step 60.0 us -> 68.0 us (exposed copies 8.0 us)
+// copy-interference=0.5: the offload's 4 us transfer runs beside the second
+// sin (8 us), which takes 0.5 x 4 us longer; the synchronous load overlaps
+// no kernel (compute waits for it), so it slows none.
+// INTERF: step 60.0 us -> 66.0 us (exposed copies 4.0 us, kernels slowed by copies 2.0 us)
 // Fused: forward reads %x and writes %e and %z (12 us); the first sin
 // reads %e as it is written, and %y never reaches memory. Backward reads %g
 // and the loaded value and writes %r (12 us); %a, %b, %c never reach

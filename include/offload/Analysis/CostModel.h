@@ -50,6 +50,10 @@ struct DeviceProfile {
   double copyLatency = 10e-6;
   /// Fixed cost of one op that does work.
   double opOverhead = 2e-6;
+  /// Kernel time added per second a copy transfers beside it, per copy
+  /// stream: copies share the memory system with the kernels they overlap.
+  /// 0 unless measured (`python -m offload_mlir.calibrate`).
+  double copyInterference = 0;
 
   /// FLOP/s for arithmetic on `elementType`.
   double getFlopsPerSecond(Type elementType) const;
@@ -67,7 +71,7 @@ struct DeviceProfileOverrides {
   std::string profileFile;
   double d2hGBps = -1, h2dGBps = -1, bothWaysGBps = -1, hbmGBps = -1;
   double bf16TFlops = -1, f32TFlops = -1, attentionTFlops = -1;
-  double copyLatencyUs = -1, opOverheadUs = -1;
+  double copyLatencyUs = -1, opOverheadUs = -1, copyInterference = -1;
 
   /// The H100 defaults, then the JSON file if any, then the overrides.
   FailureOr<DeviceProfile> resolve(std::string &error) const;

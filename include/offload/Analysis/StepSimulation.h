@@ -93,6 +93,9 @@ struct SimulationResult {
   double computeSeconds = 0;
   /// Time the compute stream stalled at waits.
   double exposedSeconds = 0;
+  /// Time kernels ran longer because copies transferred beside them
+  /// (DeviceProfile::copyInterference).
+  double interferenceSeconds = 0;
   int64_t peakBytes = 0;
   /// When the peak was reached, and the op running then.
   double peakTime = 0;
@@ -246,7 +249,7 @@ private:
   unsigned numForwardOps = 0;
   ExecutionModel execution;
   double profileLatency = 0, d2hBandwidth = 1, h2dBandwidth = 1,
-         bothWaysBandwidth = 1;
+         bothWaysBandwidth = 1, copyInterference = 0;
   llvm::DenseMap<Operation *, unsigned> positions;
   /// Per buffer, the last position an op reads it directly, or -1.
   SmallVector<int> lastDirectUse;

@@ -39,6 +39,9 @@ defvar CostModelOptions = [
          "Fixed cost per copy, microseconds (H100: 10)">,
   Option<"opOverheadUs", "op-overhead-us", "double", /*default=*/"-1",
          "Fixed cost per op, microseconds (default 2)">,
+  Option<"copyInterference", "copy-interference", "double", /*default=*/"-1",
+         "Kernel seconds added per second a copy stream transfers beside the "
+         "kernel (default 0; measured by offload_mlir.calibrate)">,
   Option<"release", "release", "::mlir::offload::ExecutionModel::Release",
          /*default=*/"::mlir::offload::defaults::kRelease",
          "Where an offloaded value's device memory comes back: after-copy "

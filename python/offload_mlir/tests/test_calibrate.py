@@ -166,3 +166,20 @@ def test_profile_accepted_by_offload_opt(cpu_run, offload_opt, tmp_path):
         _accepted_or_xfail(proc.stderr)
     report = json.loads(proc.stdout)
     assert report["steps"][0]["predicted"]["device"] == profile["name"]
+
+
+def test_every_profile_key_is_one_the_compiler_reads(offload_opt, tmp_path):
+    # The GPU-only measurements (link under compute, copy interference) never
+    # run here; their keys must still be ones the loader takes.
+    profile = {k: 1.0 for k in calibrate.PROFILE_KEYS if k != "name"}
+    profile.update(name="all-keys", copy_interference=0.5)
+    path = tmp_path / "all-keys.json"
+    path.write_text(json.dumps(profile))
+    proc = subprocess.run(
+        [offload_opt, TINY_BLOCK,
+         f"--offload-activations=plan=all device-profile={path} report=json report-file=-",
+         "-o", os.devnull], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    predicted = json.loads(proc.stdout)["steps"][0]["predicted"]
+    assert predicted["device"] == "all-keys"
+    assert predicted["interference_seconds_after"] > 0
