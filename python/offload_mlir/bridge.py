@@ -26,7 +26,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import sys
 import threading
 import warnings
@@ -49,31 +48,30 @@ class BridgeWarning(UserWarning):
     """A graph was compiled without offloading; the message says why."""
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
-
-
 def _budget_option(budget: Any) -> str:
-    """The pipeline's `budget=` spelling: bytes with a unit, or a fraction."""
+    """The pipeline's `budget=` spelling: bytes, a size string, or a
+    fraction. Strings are checked by the pipeline's own parser (the one the
+    passes and offload_rt use), so the bridge accepts exactly what they do."""
     if isinstance(budget, bool):
         raise TypeError("budget must be bytes, a size string or a fraction")
-    if isinstance(budget, float) and 0 < budget <= 1:
+    if isinstance(budget, float):
+        if not 0 < budget <= 1:
+            raise ValueError(f"a fractional budget is in (0, 1], not {budget!r}")
         return repr(budget)
     if isinstance(budget, int):
         if budget <= 0:
             raise ValueError("budget must be positive")
         return str(budget)
-    if isinstance(budget, str):
-        s = budget.strip()
-        try:
-            f = float(s)
-            if 0 < f <= 1 and "." in s:
-                return s
-        except ValueError:
-            pass
-        if not _SIZE.match(s):
-            raise ValueError(f"cannot read budget {budget!r} (e.g. '20GiB', 0.8)")
-        return s.replace(" ", "")
-    raise TypeError(f"budget must be bytes, a size string or a fraction, not {type(budget).__name__}")
+    if not isinstance(budget, str):
+        raise TypeError(f"budget must be bytes, a size string or a fraction, "
+                        f"not {type(budget).__name__}")
+    text = budget.strip().replace(" ", "")
+    try:
+        capi.run_pipeline("module {}", f"budget={text}")
+    except capi.PipelineError as e:
+        reason = str(e).splitlines()[0].split("error: ", 1)[-1]
+        raise ValueError(f"cannot read budget {budget!r}: {reason}") from None
+    return text
 
 
 @dataclasses.dataclass(frozen=True)

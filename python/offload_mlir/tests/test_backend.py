@@ -204,6 +204,12 @@ def test_options_are_checked():
         OffloadOptions(plan="most")
     with pytest.raises(ValueError):
         OffloadOptions(budget="lots")
+    # Strings go through the pipeline's own byte-size parser.
+    assert "budget=64M" in OffloadOptions(plan="budget", budget="64M").pipeline_options()
+    with pytest.raises(ValueError, match="not a whole number of bytes"):
+        OffloadOptions(plan="budget", budget="1.5")
+    with pytest.raises(ValueError):
+        OffloadOptions(plan="budget", budget=1.5)
     assert "budget=20GiB" in OffloadOptions(plan="budget", budget="20GiB").pipeline_options()
     assert "budget=0.8" in OffloadOptions(plan="budget", budget=0.8).pipeline_options()
     # The model the planner predicts with is the bridge's: memory comes back
