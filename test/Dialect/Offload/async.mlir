@@ -1,5 +1,6 @@
 // RUN: offload-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: offload-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | offload-opt -split-input-file | FileCheck %s
+// RUN: offload-opt %s -split-input-file -verify-diagnostics -canonicalize -cse | FileCheck %s --check-prefix=CANON
 
 // The asynchronous copies round-trip; wait infers its result type.
 // CHECK-LABEL: func @round_trip
@@ -103,5 +104,53 @@ func.func @waited_in_other_block(%x: tensor<4xf32>, %c: i1) {
 func.func @wait_wrong_result(%f: !offload.future<tensor<4xf32>>) {
   // expected-error @+1 {{result type is the value type of the future}}
   %a = "offload.wait"(%f) : (!offload.future<tensor<4xf32>>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// A load is always waited: its wait orders the compute stream after the copy
+// and hands over the device buffer it fills.
+func.func @load_never_waited(%h: tensor<4xf32, #offload.host>) {
+  // expected-error @+1 {{starts a load that is never waited: its future must be read by one 'offload.wait'}}
+  %f = offload.load_start %h : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32>>
+  return
+}
+
+// -----
+
+func.func @load_buffer_never_waited(%h: memref<4xf32, #offload.host>) {
+  // expected-error @+1 {{starts a load that is never waited}}
+  %f = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
+  return
+}
+
+// -----
+
+// An offload's future may go unwaited: nothing reads the host value, and the
+// copy still runs (the start writes the copies resource, so it is not dead).
+// CHECK-LABEL: func @offload_not_waited
+// CHECK: offload.offload_start
+func.func @offload_not_waited(%x: tensor<4xf32>) {
+  %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  return
+}
+
+// -----
+
+// A wait is not Pure: it reads and frees its future on the copies resource,
+// so cleanups keep it even when nothing reads its result (the load would
+// otherwise be left unwaited), and never merge two copies of one value.
+// CANON-LABEL: func @unused_wait
+// CANON: %[[A:.*]] = offload.load_start %arg0
+// CANON-NEXT: %[[B:.*]] = offload.load_start %arg0
+// CANON-NEXT: offload.wait %[[A]]
+// CANON-NEXT: offload.wait %[[B]]
+// CANON-NEXT: return
+func.func @unused_wait(%h: tensor<4xf32, #offload.host>) {
+  %f = offload.load_start %h : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32>>
+  %g = offload.load_start %h : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32>>
+  %v = offload.wait %f : !offload.future<tensor<4xf32>>
+  %w = offload.wait %g : !offload.future<tensor<4xf32>>
   return
 }

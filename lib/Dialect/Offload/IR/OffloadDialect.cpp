@@ -17,6 +17,8 @@ using namespace mlir::offload;
 
 #include "offload/Dialect/Offload/IR/OffloadOpsDialect.cpp.inc"
 
+MLIR_DEFINE_EXPLICIT_TYPE_ID(::mlir::offload::CopyResource)
+
 #define GET_ATTRDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
 

@@ -86,6 +86,31 @@ LogicalResult mlir::offload::verifyContiguousSource(Operation *op,
             "it into a contiguous buffer first";
 }
 
+/// A start begins a copy: it writes its future on the copies resource, and
+/// reads its source where that is a buffer (a tensor is a value, not memory).
+static void getStartEffects(
+    Value future, OpOperand &source,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Write::get(), cast<OpResult>(future),
+                       CopyResource::get());
+  if (isa<BaseMemRefType>(source.get().getType()))
+    effects.emplace_back(MemoryEffects::Read::get(), &source,
+                         SideEffects::DefaultResource::get());
+}
+
+void OffloadStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getStartEffects(getFuture(), getSourceMutable(), effects);
+}
+
+void LoadStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getStartEffects(getFuture(), getSourceMutable(), effects);
+}
+
 LogicalResult OffloadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())) ||
@@ -97,9 +122,17 @@ LogicalResult OffloadStartOp::verify() {
 LogicalResult LoadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())) ||
-      failed(verifyHostBufferLayout(*this, getSource().getType())))
+      failed(verifyHostBufferLayout(*this, getSource().getType())) ||
+      failed(verifyFutureUses(*this, getFuture())))
     return failure();
-  return verifyFutureUses(*this, getFuture());
+  // The wait is where the compute stream is ordered after the copy and
+  // where the device buffer it fills is handed over: a load without one
+  // would fill memory nothing releases or reads.
+  if (getFuture().use_empty())
+    return emitOpError()
+           << "starts a load that is never waited: its future must be read by "
+              "one 'offload.wait' in this block";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

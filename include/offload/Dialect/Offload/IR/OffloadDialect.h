@@ -83,8 +83,22 @@ inline bool isHostResident(Type type) {
   return isHostTensorType(type) || isHostMemRefType(type);
 }
 
+/// The copies in flight, as a side-effect resource. A start writes it (on its
+/// future: it begins one copy) and a wait reads and frees it (on the future it
+/// waits: it observes the copy's end and retires it). Effects on it that name
+/// different futures are on different copies and commute; nothing else
+/// touches it. Since no other op has effects on this resource, passes can
+/// move copies across any op whose effects are known and do not involve the
+/// copy's buffers (see `effectsCommute` in offload/Analysis/Effects.h), and
+/// no cleanup can merge, hoist or drop a start or a wait.
+struct CopyResource : public SideEffects::Resource::Base<CopyResource> {
+  StringRef getName() final { return "offload.copies"; }
+};
+
 } // namespace offload
 } // namespace mlir
+
+MLIR_DECLARE_EXPLICIT_TYPE_ID(::mlir::offload::CopyResource)
 
 #define GET_TYPEDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOpsTypes.h.inc"

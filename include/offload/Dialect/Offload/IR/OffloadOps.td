@@ -139,8 +139,14 @@ def Offload_LoadToGpuOp : Offload_Op<"load_to_gpu", [Pure]> {
 // Asynchronous forms
 //===----------------------------------------------------------------------===//
 
+// The copies in flight (mlir::offload::CopyResource, OffloadDialect.h). Starts
+// write it and waits read and free it, each on its own future; no other op
+// touches it, so a copy is ordered only against its own start or wait, the
+// buffers it reads, and ops whose effects are unknown.
+def Offload_CopyResource : Resource<"::mlir::offload::CopyResource">;
+
 def Offload_OffloadStartOp : Offload_Op<"offload_start",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Starts copying a device tensor to pinned host memory";
   let description = [{
     The asynchronous form of `offload.offload_to_cpu`: starts the
@@ -152,7 +158,10 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
     tensor; it orders only the readers of the host value after the copy,
     not the compute that follows it.
 
-    The op has memory effects so that no cleanup merges or drops a copy.
+    Effects: it writes its future on the `offload.copies` resource (the
+    copy it begins) and, on a buffer, reads `source`; on a tensor it reads no
+    memory. So no cleanup merges or drops a copy, and passes may move it
+    across any op whose effects are known and commute with these.
     On a buffer, `source` must be contiguous, as for `offload.offload_buffer`.
 
     Example:
@@ -169,7 +178,7 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
 }
 
 def Offload_LoadStartOp : Offload_Op<"load_start",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Starts copying a host tensor back to device memory";
   let description = [{
     The asynchronous form of `offload.load_to_gpu`: allocates device memory
@@ -177,6 +186,15 @@ def Offload_LoadStartOp : Offload_Op<"load_start",
     The op is hoisted ahead of the value's first real consumer so the copy
     overlaps compute; the matching `offload.wait` stays right before that
     consumer and stalls the compute stream only if the copy is not done.
+
+    Every load is waited: a `load_start` whose future has no `offload.wait`
+    is rejected by the verifier (the copy would hold device memory that
+    nothing releases, and the compute stream would never be ordered after
+    it). Effects: as `offload.offload_start`, it writes its future on the
+    `offload.copies` resource and, on a buffer, reads `source`. Hoisting it
+    (offload-schedule-copies) stops below any op whose effects do not
+    commute with these: an op of unknown effects, or one that writes or
+    frees the host buffer it reads.
 
     Example:
 
@@ -192,7 +210,6 @@ def Offload_LoadStartOp : Offload_Op<"load_start",
 }
 
 def Offload_WaitOp : Offload_Op<"wait", [
-    Pure,
     TypesMatchWith<"result type is the value type of the future",
                    "future", "result",
                    "::llvm::cast<::mlir::offload::FutureType>($_self).getValueType()">]> {
@@ -205,13 +222,21 @@ def Offload_WaitOp : Offload_Op<"wait", [
     here until the copy is done (exposed copy time); for an offload, only
     readers of the host value (the return, then the backward's loads) wait.
 
+    The op is not `Pure`: it reads and frees its future on the
+    `offload.copies` resource (it observes the end of the copy and retires
+    it). So it is never dead code, even when its result is unused, and it
+    moves only where those effects allow: never above its start, and across
+    any other op whose effects are known.
+
     Example:
 
     ```mlir
     %x = offload.wait %f : !offload.future<tensor<8x1024xbf16>>
     ```
   }];
-  let arguments = (ins Offload_AnyFuture:$future);
+  let arguments = (ins Arg<Offload_AnyFuture, "the copy it waits for",
+                           [MemRead<Offload_CopyResource>,
+                            MemFree<Offload_CopyResource>]>:$future);
   let results = (outs AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
