@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Analysis/StepSimulation.h"
+#include "offload/Analysis/Effects.h"
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
@@ -75,8 +76,8 @@ private:
   llvm::DenseMap<Value, unsigned> copyOf;
   /// Per forward buffer, the last forward view op reading it.
   llvm::DenseMap<unsigned, int> lastForwardView;
-  /// Per saved link, the first backward view op reading it.
-  llvm::DenseMap<unsigned, int> firstBackwardView;
+  /// The backward view ops reading a saved link: (link, position).
+  SmallVector<std::pair<unsigned, int>> backwardViews;
 };
 } // namespace offload
 } // namespace mlir
@@ -146,7 +147,7 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
       if (!backward && *ref >= 0)
         lastForwardView[*ref] = pos;
       else if (backward && *ref < 0)
-        firstBackwardView.try_emplace(-*ref - 1, pos);
+        backwardViews.push_back({unsigned(-*ref - 1), int(pos)});
     }
   } else {
     // A real op: it reads its operands (and what its regions capture) and
@@ -397,20 +398,27 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
 
   // Where offload-insert-loads will load each saved value: before the first
   // op reading it after offload-reorder-backward has sunk its views. A view
-  // stays above the first reorder barrier after it, and a view nobody reads,
-  // like a value only the return reads, stays at the end of backward.
-  SmallVector<int> barriers;
-  for (unsigned pos = firstBackward; pos < model.ops.size(); ++pos)
-    if (isReorderBarrier(model.ops[pos].op))
-      barriers.push_back(pos);
+  // without effects sinks to its consumer (already a use of the link); one
+  // with effects stays above the first op whose effects do not commute with
+  // its own (see ReorderBackward.cpp; this assumes no two held views with
+  // effects conflict with each other, as no known dialect's views do). A
+  // view nobody reads, like a value only the return reads, stays at the end
+  // of backward.
   auto moveFirstUseTo = [](StepModel::Link &link, int pos) {
     if (link.firstUse < 0 || pos < link.firstUse)
       link.firstUse = pos;
   };
-  for (auto [l, view] : firstBackwardView) {
+  for (auto [l, view] : backwardViews) {
     StepModel::Link &link = model.links[l];
-    auto barrier = llvm::upper_bound(barriers, view);
-    moveFirstUseTo(link, barrier == barriers.end() ? endPos : *barrier);
+    Operation *viewOp = model.ops[view].op;
+    int stop = endPos;
+    if (!isMemoryEffectFree(viewOp))
+      for (int pos = view + 1; pos < endPos; ++pos)
+        if (!effectsCommute(viewOp, model.ops[pos].op)) {
+          stop = pos;
+          break;
+        }
+    moveFirstUseTo(link, stop);
   }
   for (unsigned l : returnedLinks)
     moveFirstUseTo(model.links[l], endPos);

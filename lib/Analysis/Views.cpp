@@ -100,16 +100,6 @@ Operation *mlir::offload::findFirstUserInBlock(ArrayRef<Value> values,
   return first;
 }
 
-bool mlir::offload::isReorderBarrier(Operation *op) {
-  std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
-      getEffectsRecursively(op);
-  if (!effects)
-    return true;
-  return llvm::any_of(*effects, [](const MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect());
-  });
-}
-
 namespace {
 /// A tensor op whose bufferized form aliases operand 0.
 template <typename OpTy>

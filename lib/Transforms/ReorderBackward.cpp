@@ -7,16 +7,23 @@
 // Guarantees: in each backward function, every view of a saved value (every
 // view, with all-views) sits right before its first real consumer, after any
 // other views that consumer needs. Everything else keeps its relative order;
-// the order is topological, and no view moves across an op that writes or
-// frees memory or whose effects are unknown (such an op first receives every
-// view still waiting). The pass is linear in the size of the function.
+// the order is topological, and no op moves across another whose effects do
+// not commute with its own (offload/Analysis/Effects.h): a view without
+// effects (a tensor view, a `trace.view`) moves across anything, even a
+// `memref.store` or an op of unknown effects; a view with effects stops at
+// the first op they do not commute with, and keeps its order with the other
+// held views it does not commute with. The pass is linear in the size of the
+// function, times the number of held views with effects (none in the
+// dialects the pipeline is used with).
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Analysis/Effects.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir {
@@ -31,7 +38,8 @@ using namespace mlir::offload;
 
 namespace {
 /// Builds the new order of a block's ops. Views to sink are held back until
-/// an op needs them (or a barrier is reached), then emitted together with the
+/// an op needs them, or (for views with effects) until an op whose effects do
+/// not commute with theirs is reached, then emitted together with the
 /// held-back views they depend on, in their original relative order.
 class ConsumerProximityOrder {
 public:
@@ -41,12 +49,12 @@ public:
     for (Operation &op : block.without_terminator()) {
       if (held.contains(&op)) {
         pending.insert(&op);
+        if (!isMemoryEffectFree(&op))
+          pendingWithEffects.push_back(&op);
         continue;
       }
-      if (isReorderBarrier(&op))
-        emitAllPending();
-      else
-        emitPendingOperandsOf(&op);
+      emitPendingNotCommutingWith(&op);
+      emitPendingOperandsOf(&op);
       order.push_back(&op);
     }
     if (Operation *terminator = block.getTerminator())
@@ -56,6 +64,18 @@ public:
   }
 
 private:
+  /// Emits, before `op`, the held-back views with effects that do not
+  /// commute with `op`'s. Views without effects commute with every op.
+  void emitPendingNotCommutingWith(Operation *op) {
+    if (pendingWithEffects.empty())
+      return;
+    for (Operation *view : SmallVector<Operation *>(pendingWithEffects))
+      if (pending.contains(view) && !effectsCommute(view, op))
+        emitWithDependencies(view);
+    llvm::erase_if(pendingWithEffects,
+                   [&](Operation *view) { return !pending.contains(view); });
+  }
+
   /// Emits, before `op`, the held-back views that `op` or an op nested in it
   /// reads, each after the held-back views it reads itself.
   void emitPendingOperandsOf(Operation *op) {
@@ -67,6 +87,8 @@ private:
     });
   }
 
+  /// Emits `root` after the held-back ops it depends on: the views it reads,
+  /// and the earlier views with effects that do not commute with its own.
   void emitWithDependencies(Operation *root) {
     // Iterative post-order: a view's held-back sources go out first.
     SmallVector<std::pair<Operation *, bool>> stack = {{root, false}};
@@ -84,6 +106,12 @@ private:
         if (Operation *def = operand.getDefiningOp();
             def && pending.contains(def))
           stack.push_back({def, false});
+      if (isMemoryEffectFree(op))
+        continue;
+      for (Operation *earlier : llvm::reverse(pendingWithEffects))
+        if (earlier != op && pending.contains(earlier) &&
+            earlier->isBeforeInBlock(op) && !effectsCommute(earlier, op))
+          stack.push_back({earlier, false});
     }
   }
 
@@ -95,6 +123,9 @@ private:
 
   Block &block;
   llvm::SetVector<Operation *> pending;
+  /// The held-back views that have effects, in block order (a superset of
+  /// those still pending).
+  SmallVector<Operation *> pendingWithEffects;
   SmallVector<Operation *> order;
 };
 } // namespace

@@ -42,6 +42,45 @@ func.func @backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x
 
 // -----
 
+// The views of the saved value have no effects, so an unrelated memref.store
+// (a step counter) between them and their consumer holds neither them nor
+// the load back: the load sits right before the views, right before tanh.
+// CHECK-LABEL: func @backward_store
+// CHECK: linalg.matmul
+// CHECK-NEXT: memref.alloc
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %arg0
+// CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %[[L]]
+// CHECK-NEXT: %[[X:.*]] = tensor.expand_shape %[[V]]
+// CHECK-NEXT: math.tanh %[[X]]
+func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
+    -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+    attributes {offload.backward = @backward_store, offload.num_outputs = 1 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %a = math.tanh %h : tensor<64x64xf32>
+  %y = arith.mulf %a, %a : tensor<64x64xf32>
+  return %y, %h, %x : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}
+func.func @backward_store(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %v = tensor.collapse_shape %h [[0, 1]] : tensor<64x64xf32> into tensor<4096xf32>
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1 : i64
+  %init = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %gx = linalg.matmul ins(%g, %x : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %u = tensor.expand_shape %v [[0, 1]] output_shape [64, 64] : tensor<4096xf32> into tensor<64x64xf32>
+  %steps = memref.alloc() : memref<i64>
+  memref.store %one, %steps[] : memref<i64>
+  %t = math.tanh %u : tensor<64x64xf32>
+  %r = arith.mulf %t, %gx : tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+
+// -----
+
 // A module without training steps is left alone.
 // CHECK-LABEL: func @plain
 // CHECK-NOT: offload.

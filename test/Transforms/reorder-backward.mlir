@@ -1,5 +1,5 @@
-// RUN: offload-opt %s -split-input-file -offload-reorder-backward | FileCheck %s
-// RUN: offload-opt %s -split-input-file -offload-reorder-backward="all-views=true" | FileCheck %s --check-prefix=ALL
+// RUN: offload-opt %s -split-input-file -allow-unregistered-dialect -offload-reorder-backward | FileCheck %s
+// RUN: offload-opt %s -split-input-file -allow-unregistered-dialect -offload-reorder-backward="all-views=true" | FileCheck %s --check-prefix=ALL
 
 // Views of saved values (trace views and tensor reshapes) sink to just before
 // their first real consumer; every other op keeps its order.
@@ -32,22 +32,24 @@ func.func @backward(%s0: tensor<8x4xf32>, %s1: tensor<2x16xf32>, %g: tensor<4x4x
 
 // -----
 
-// Nothing moves across an op that writes memory: the view is emitted before
-// the mutating op even though its consumer comes later. Views of values
-// that are not saved stay where they are unless all-views is set.
+// Views have no effects, so they commute with every op: the view of the
+// saved value sinks past the in-place add_ (a write) to its consumer. A view
+// aliases its source, so it reads what the source holds when it is read,
+// wherever it is taken. Views of values that are not saved stay where they
+// are unless all-views is set.
 // CHECK-LABEL: func @backward_barrier
 // CHECK-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%arg1)
 // CHECK-NEXT: trace.op "aten.exp.default"
-// CHECK-NEXT: %[[V:.*]] = trace.view "aten.t.default"(%arg0)
 // CHECK-NEXT: trace.op "aten.add_.Tensor"
 // CHECK-NEXT: trace.op "aten.exp.default"
+// CHECK-NEXT: %[[V:.*]] = trace.view "aten.t.default"(%arg0)
 // CHECK-NEXT: trace.op "aten.mm.default"(%[[V]], %[[T]])
 // ALL-LABEL: func @backward_barrier
 // ALL-NEXT: trace.op "aten.exp.default"
-// ALL-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%arg1)
-// ALL-NEXT: %[[V:.*]] = trace.view "aten.t.default"(%arg0)
 // ALL-NEXT: trace.op "aten.add_.Tensor"
 // ALL-NEXT: trace.op "aten.exp.default"
+// ALL-NEXT: %[[V:.*]] = trace.view "aten.t.default"(%arg0)
+// ALL-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%arg1)
 // ALL-NEXT: trace.op "aten.mm.default"(%[[V]], %[[T]])
 func.func @forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
     attributes {offload.backward = @backward_barrier, offload.num_outputs = 1 : i64} {
@@ -110,4 +112,35 @@ func.func @backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, ten
   %v = trace.view "aten.alias.default"(%s) : (tensor<4xf32>) -> tensor<4xf32>
   %e = math.exp %g : tensor<4xf32>
   return %e, %v : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A tensor view of a saved value is not held back by an unrelated
+// memref.store, nor by an op of unknown effects: it has no effects, so it
+// commutes with both and sinks to its consumer, and offload-insert-loads
+// then loads the value right there, not three ops above it.
+// CHECK-LABEL: func @backward_store
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: memref.alloc
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: "test.unknown"
+// CHECK-NEXT: %[[E:.*]] = math.exp
+// CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %arg0
+// CHECK-NEXT: arith.addf %[[E]], %[[V]]
+func.func @forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    attributes {offload.backward = @backward_store, offload.num_outputs = 1 : i64} {
+  return %x, %x : tensor<4x4xf32>, tensor<4x4xf32>
+}
+func.func @backward_store(%s: tensor<4x4xf32>, %g: tensor<16xf32>) -> tensor<16xf32> {
+  %v = tensor.collapse_shape %s [[0, 1]] : tensor<4x4xf32> into tensor<16xf32>
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %m = memref.alloc() : memref<4xf32>
+  memref.store %one, %m[%c0] : memref<4xf32>
+  "test.unknown"() : () -> ()
+  %e = math.exp %g : tensor<16xf32>
+  %r = arith.addf %e, %v : tensor<16xf32>
+  return %r : tensor<16xf32>
 }

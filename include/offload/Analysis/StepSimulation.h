@@ -236,9 +236,9 @@ private:
     Value value;
     /// First and last backward op that reads the link; -1 if none. The
     /// first is where offload-insert-loads loads it: the first real use, or
-    /// earlier where a view of it cannot sink past a reorder barrier, or the
-    /// end of backward (the number of ops) where only the return or views
-    /// nobody reads read it.
+    /// earlier where a view of it with effects cannot sink past an op whose
+    /// effects do not commute with its own, or the end of backward (the
+    /// number of ops) where only the return or views nobody reads read it.
     int firstUse = -1, lastUse = -1;
   };
 

@@ -57,10 +57,6 @@ Operation *findLastUserInBlock(ArrayRef<Value> values, Block &block,
 /// conventions.
 Operation *findFirstUserInBlock(ArrayRef<Value> values, Block &block);
 
-/// True if `op` writes or frees memory, or has effects it does not declare:
-/// nothing may be moved across such an op.
-bool isReorderBarrier(Operation *op);
-
 /// Attaches ViewLikeOpInterface to the tensor ops that bufferize to views
 /// (expand_shape, collapse_shape, extract_slice, reshape, cast).
 void registerTensorViewExternalModels(DialectRegistry &registry);
