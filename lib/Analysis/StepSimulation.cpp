@@ -423,6 +423,14 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   for (unsigned l : returnedLinks)
     moveFirstUseTo(model.links[l], endPos);
 
+  // How far copies may move (see Effects.h): per position, the last op
+  // before it that a copy start or wait may not cross.
+  model.lastCopyBarrier.assign(model.ops.size() + 1, -1);
+  for (auto [pos, op] : llvm::enumerate(model.ops))
+    model.lastCopyBarrier[pos + 1] =
+        commutesWithTensorCopyStart(op.op) ? model.lastCopyBarrier[pos]
+                                           : int(pos);
+
   model.startTimes.resize(model.ops.size() + 1);
   double time = 0;
   for (auto [pos, op] : llvm::enumerate(model.ops)) {
@@ -555,7 +563,9 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
                    startTimes.begin();
     while (pos < numForwardOps && isa<WaitOp>(ops[pos].op))
       ++pos;
-    copy.waitPos = pos;
+    // The wait moves up from the end of forward only across ops whose
+    // effects commute with it.
+    copy.waitPos = std::max(pos, getOffloadWaitFloor());
   }
 }
 
@@ -567,10 +577,10 @@ bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
   SmallVector<int64_t> hoisted(ops.size() + 1, 0);
   bool anyHoisted = false;
   double streamFree = kInf;
-  unsigned first = numForwardOps;
   for (unsigned index : loads) {
     PlannedCopy &copy = plan.copies[index];
     unsigned wait = copy.waitPos;
+    unsigned first = getLoadIssueFloor(wait);
     double end = std::min(startTimes[wait], streamFree);
     double start = end - (profileLatency + double(copy.bytes) / h2dBandwidth);
     streamFree = start;

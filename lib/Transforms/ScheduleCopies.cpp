@@ -21,12 +21,20 @@
 // so, wherever those synchronous loads keep the peak at or below the peak
 // without offload, the result does. With release=after-copy those are the
 // synchronous copies the pipeline leaves without this pass. Loads started
-// before one op are in the order of their waits. Nothing else moves, so
+// before one op are in the order of their waits. A start or a wait moves
+// only across ops whose effects commute with its own
+// (offload/Analysis/Effects.h): a copy writes, and its wait reads and frees,
+// only its own future on the `offload.copies` resource (and a start on a
+// buffer reads that buffer), so it crosses compute, other copies and writes
+// of unrelated memory, but no op of unknown effects. The cost model plans
+// with the same rule (StepModel::getLoadIssueFloor, getOffloadWaitFloor), and
+// each move checks it against the ops it crosses. Nothing else moves, so
 // dominance and the order of effects hold.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PassDeviceProfile.h"
+#include "offload/Analysis/Effects.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Transforms/Passes.h"
@@ -86,6 +94,23 @@ static void moveOpBefore(Operation *op, Block::iterator anchor) {
   block->getOperations().insert(anchor, op);
 }
 
+/// Where `op` goes when it is to move up before `anchor`: `anchor`, or, if
+/// an op in between has effects that do not commute with `op`'s, right after
+/// the last such op (`op` itself when that is the op right above it). Only
+/// the ops crossed are visited.
+static Operation *getReachableAnchor(Operation *op, Operation *anchor) {
+  if (anchor == op || !anchor->isBeforeInBlock(op))
+    return anchor;
+  for (Operation *crossed = op->getPrevNode(); crossed;
+       crossed = crossed->getPrevNode()) {
+    if (!effectsCommute(op, crossed))
+      return crossed->getNextNode();
+    if (crossed == anchor)
+      break;
+  }
+  return anchor;
+}
+
 /// Moves the wait of each offload up to its release point in `plan` (see
 /// StepModel::placeOffloadWaits).
 static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
@@ -102,7 +127,9 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
         target->getBlock() != wait->getBlock() ||
         !start->isBeforeInBlock(target) || !target->isBeforeInBlock(wait))
       continue;
-    moveOpBefore(wait, target->getIterator());
+    target = getReachableAnchor(wait, target);
+    if (target != wait)
+      moveOpBefore(wait, target->getIterator());
   }
 }
 
@@ -151,13 +178,14 @@ static LogicalResult scheduleStep(const TrainingStep &step,
   for (auto [load, anchor] : llvm::zip_equal(loads, anchors)) {
     LoadStartOp start = load.second;
     // Never above the definition of the host value.
+    Operation *target = anchor;
     Operation *def = start.getSource().getDefiningOp();
     if (def && def->getBlock() == start->getBlock() &&
-        !def->isBeforeInBlock(anchor)) {
-      moveOpBefore(start, std::next(def->getIterator()));
-      continue;
-    }
-    moveOpBefore(start, anchor->getIterator());
+        !def->isBeforeInBlock(anchor))
+      target = def->getNextNode();
+    target = getReachableAnchor(start, target);
+    if (target != start)
+      moveOpBefore(start, target->getIterator());
   }
   moveOffloadWaits(*model, plan);
   return success();

@@ -135,14 +135,16 @@ public:
 
   /// Puts the wait of every offload in `plan` at its release point: the
   /// first forward op (not a wait) predicted, on the compute stream alone,
-  /// to start once the copy has ended, or the end of forward if none does.
+  /// to start once the copy has ended, or the end of forward if none does;
+  /// never above an op a wait may not cross (getOffloadWaitFloor).
   /// Forward then never stalls on an offload before its end.
   void placeOffloadWaits(CopyPlan &plan) const;
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
   /// the compute stream alone, its copy ends before its wait (the H2D stream
   /// is serial: loads are placed latest first), never above the start of
-  /// backward, never so early that the bytes of loads issued and not yet
+  /// backward nor above an op a copy start may not cross
+  /// (getLoadIssueFloor), never so early that the bytes of loads issued and not yet
   /// waited exceed `maxInflightBytes` (0: no limit), and never so early that
   /// the device memory it holds meanwhile raises the peak: simulate() of the
   /// result predicts a peak no higher than that of `plan` with every load
@@ -186,6 +188,18 @@ public:
     return profileLatency +
            double(bytes) / (kind == PlannedCopy::Kind::Load ? h2dBandwidth
                                                             : d2hBandwidth);
+  }
+  /// The earliest position a load waited before `waitPos` may be issued
+  /// before: the start of backward, or just below the last op above the wait
+  /// that a copy start may not cross (one whose effects do not commute with
+  /// a start's: unknown effects, or effects on every copy).
+  unsigned getLoadIssueFloor(unsigned waitPos) const {
+    return std::max<unsigned>(numForwardOps, lastCopyBarrier[waitPos] + 1);
+  }
+  /// The earliest position an offload's wait may move up to from the end of
+  /// forward, by the same rule.
+  unsigned getOffloadWaitFloor() const {
+    return lastCopyBarrier[numForwardOps] + 1;
   }
   /// Where planFor() waits for the load of `link` if the link is chosen,
   /// or nothing if it would not load it (a link nothing in backward reads,
@@ -251,6 +265,9 @@ private:
   double profileLatency = 0, d2hBandwidth = 1, h2dBandwidth = 1,
          bothWaysBandwidth = 1, copyInterference = 0;
   llvm::DenseMap<Operation *, unsigned> positions;
+  /// Per position (and numOps), the last position before it whose op a copy
+  /// start or wait may not cross, or -1.
+  SmallVector<int> lastCopyBarrier;
   /// Per buffer, the last position an op reads it directly, or -1.
   SmallVector<int> lastDirectUse;
   /// Per buffer, the last forward position an op reads it, views included
