@@ -103,8 +103,10 @@ def ReorderBackward : Pass<"offload-reorder-backward", "ModuleOp"> {
     reshapes, slices and casts) down to just before their first real
     consumer, so the load of the saved value can sit there too. The result
     is a stable topological order: every other op keeps its relative order,
-    dominance holds, and nothing moves across an op that writes or frees
-    memory or has unknown effects.
+    dominance holds, and no view moves across an op whose effects do not
+    commute with its own (`MemoryEffectOpInterface`): a view without
+    effects (every tensor view and `trace.view`) sinks past anything, an
+    unrelated `memref.store` or an op of unknown effects included.
   }];
   let options = [
     Option<"allViews", "all-views", "bool", /*default=*/"false",
@@ -140,7 +142,12 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     holds meanwhile raises the predicted peak: the predicted peak device
     memory is at most that of the same copies with every load started
     right before its wait (so at most the peak without offload wherever
-    that is). Load waits stay right before first use.
+    that is), nor above an op whose effects do not commute with the
+    start's (an op of unknown effects; a start on a tensor writes only its
+    own future on the `offload.copies` resource, so it crosses compute,
+    other copies and writes of unrelated memory). Load waits stay right
+    before first use; an offload's wait rises to its release point by the
+    same rule.
 
     ```mlir
     // Before: the load's 4000 B copy must start before %r to be hidden,
