@@ -20,6 +20,27 @@ config.substitutions.append(("%offload_src", config.offload_src_root))
 
 # From traced IR to the LLVM dialect: the pipeline documented in
 # docs/lowering.md, after the (optional) offload pipeline.
+# The same in two halves, for tests that run passes between bufferization
+# and the lowering (-buffer-deallocation-pipeline).
+config.substitutions.append(
+    (
+        "%{bufferize}",
+        "--convert-elementwise-to-linalg"
+        " --one-shot-bufferize='bufferize-function-boundaries"
+        " use-encoding-for-memory-space"
+        " function-boundary-type-conversion=identity-layout-map'",
+    )
+)
+config.substitutions.append(
+    (
+        "%{lower}",
+        "--convert-offload-to-llvm --convert-linalg-to-loops"
+        " --convert-scf-to-cf --expand-strided-metadata --lower-affine"
+        " --finalize-memref-to-llvm=use-generic-functions --convert-math-to-llvm"
+        " --convert-arith-to-llvm --convert-func-to-llvm"
+        " --convert-cf-to-llvm --reconcile-unrealized-casts",
+    )
+)
 config.substitutions.append(
     (
         "%{to-llvm}",
