@@ -13,6 +13,7 @@
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Trace/IR/TraceDialect.h"
 #include "offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Transforms/BufferDeallocationOpInterfaceImpl.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -25,6 +26,7 @@ inline void registerAllOffloadDialects(DialectRegistry &registry) {
   registry.insert<OffloadDialect, trace::TraceDialect, tensor::TensorDialect>();
   registerTensorViewExternalModels(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
+  registerBufferDeallocationOpInterfaceExternalModels(registry);
   registerConvertOffloadToLLVMInterface(registry);
 }
 

@@ -35,6 +35,16 @@ OFFLOAD_RT_EXPORT void *offload_rt_mlir_compute_stream(void);
 OFFLOAD_RT_EXPORT void *offload_rt_mlir_offload_start(void *device_ptr,
                                                       int64_t bytes,
                                                       void *stream);
+/* Hands the offloaded source to the runtime (an offload with
+ * release_source): `allocated` is the allocation from
+ * _mlir_memref_to_llvm_alloc, `copied` the pointer the copy started at. The
+ * runtime frees it once the copy is done (for data kept on the device: once
+ * the handle is freed and its loads are done): stream-ordered on the D2H
+ * stream when both are the same (offload_rt_free_device_after_copy), from a
+ * release callback otherwise (offload_rt_release_device_after_copy). */
+OFFLOAD_RT_EXPORT void offload_rt_mlir_release_source(void *handle,
+                                                      void *allocated,
+                                                      void *copied);
 /* The pinned copy's address (NULL while it is kept on the device). */
 OFFLOAD_RT_EXPORT void *offload_rt_mlir_host_data(void *handle);
 /* Starts the H2D copy into new stream-ordered device memory; returns a token
@@ -46,6 +56,9 @@ OFFLOAD_RT_EXPORT void *offload_rt_mlir_load_start(void *handle, int64_t bytes,
 OFFLOAD_RT_EXPORT void *offload_rt_mlir_wait(void *token, void *stream);
 /* Returns the host buffer to the pinned pool once its copies are done. */
 OFFLOAD_RT_EXPORT void offload_rt_mlir_free_host(void *handle);
+/* Waits for every copy and release of the default context, then prints its
+ * offload_rt_print_summary to stdout (for tests of compiled code). */
+OFFLOAD_RT_EXPORT void offload_rt_mlir_print_summary(void);
 
 /* The allocation functions of MLIR's memref lowering with
  * use-generic-functions: the compiled step's device buffers come from the

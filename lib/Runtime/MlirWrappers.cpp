@@ -36,6 +36,13 @@ offload_rt_context *context() {
   return ctx;
 }
 
+/// The release callback of an offloaded source whose allocation starts
+/// before the copied bytes (an aligned allocation): frees the allocation.
+void freeAllocation(void * /*copied*/, void *allocated) {
+  check(offload_rt_device_free(context(), allocated, nullptr),
+        "offload_rt_device_free");
+}
+
 /// A started load: the token to wait for and the buffer it fills.
 struct PendingLoad {
   offload_rt_token *token;
@@ -58,6 +65,19 @@ void *offload_rt_mlir_offload_start(void *device_ptr, int64_t bytes,
                            stream, &buffer),
         "offload_rt_offload");
   return buffer;
+}
+
+void offload_rt_mlir_release_source(void *handle, void *allocated,
+                                    void *copied) {
+  auto *buffer = static_cast<offload_rt_host_buffer *>(handle);
+  if (allocated == copied) {
+    check(offload_rt_free_device_after_copy(context(), buffer),
+          "offload_rt_free_device_after_copy");
+    return;
+  }
+  check(offload_rt_release_device_after_copy(context(), buffer,
+                                             freeAllocation, allocated),
+        "offload_rt_release_device_after_copy");
 }
 
 void *offload_rt_mlir_host_data(void *handle) {
@@ -97,6 +117,14 @@ void offload_rt_mlir_free_host(void *handle) {
   check(offload_rt_free_host(context(),
                              static_cast<offload_rt_host_buffer *>(handle)),
         "offload_rt_free_host");
+}
+
+void offload_rt_mlir_print_summary(void) {
+  offload_rt_context *ctx = context();
+  check(offload_rt_synchronize(ctx), "offload_rt_synchronize");
+  std::fflush(stdout);
+  check(offload_rt_print_summary(ctx, stdout), "offload_rt_print_summary");
+  std::fflush(stdout);
 }
 
 void *_mlir_memref_to_llvm_alloc(size_t bytes) {

@@ -7,7 +7,10 @@
 // Guarantees: after the pass no offload op and no `#offload.host` memory space
 // is left; every copy is a call of the offload_rt MLIR wrappers with the
 // compute stream as argument, and a load's device buffer is used only after
-// the call that makes the compute stream wait for it.
+// the call that makes the compute stream wait for it. An offload with
+// `release_source` hands its source's allocation to the runtime right after
+// starting the copy, which frees it once the copy is done; no other code
+// frees it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +65,10 @@ const RuntimeFunction kLoadStart = {
 const RuntimeFunction kWait = {"offload_rt_mlir_wait",
                                RuntimeFunction::Ptr,
                                {RuntimeFunction::Ptr, RuntimeFunction::Ptr}};
+const RuntimeFunction kReleaseSource = {
+    "offload_rt_mlir_release_source",
+    RuntimeFunction::Void,
+    {RuntimeFunction::Ptr, RuntimeFunction::Ptr, RuntimeFunction::Ptr}};
 const RuntimeFunction kFreeHost = {"offload_rt_mlir_free_host",
                                    RuntimeFunction::Void,
                                    {RuntimeFunction::Ptr}};
@@ -173,6 +180,12 @@ protected:
     Value stream = callRuntime(rewriter, op, kComputeStream, {});
     Value handle =
         callRuntime(rewriter, op, kOffloadStart, {pointer, bytes, stream});
+    // A consumed source the op owns goes to the runtime, which frees its
+    // allocation behind the copy.
+    if (op.getReleaseSource())
+      callRuntime(rewriter, op, kReleaseSource,
+                  {handle, source.allocatedPtr(rewriter, op.getLoc()),
+                   pointer});
     Value data = callRuntime(rewriter, op, kHostData, {handle});
     return {handle, data};
   }

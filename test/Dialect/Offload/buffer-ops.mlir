@@ -137,3 +137,45 @@ func.func @strided_host_split(%h: memref<4xf32, strided<[1], offset: ?>, #offloa
   %l = offload.wait %f : !offload.future<memref<4xf32>>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func @release_round_trip
+// CHECK: offload.offload_buffer %{{.*}} release_source : memref<4xf32> -> memref<4xf32, #offload.host>
+// CHECK: offload.offload_start %{{.*}} release_source : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+func.func @release_round_trip(%d: memref<4xf32>, %e: memref<4xf32>) -> memref<4xf32, #offload.host> {
+  %h = offload.offload_buffer %d release_source : memref<4xf32> -> memref<4xf32, #offload.host>
+  %f = offload.offload_start %e release_source : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+  %h2 = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
+  return %h : memref<4xf32, #offload.host>
+}
+
+// -----
+
+func.func @source_used_after(%d: memref<4xf32>) -> f32 {
+  // expected-error @+1 {{consumes its source, which is used after it}}
+  %h = offload.offload_buffer %d : memref<4xf32> -> memref<4xf32, #offload.host>
+  %c0 = arith.constant 0 : index
+  // expected-note @+1 {{later use here}}
+  %e = memref.load %d[%c0] : memref<4xf32>
+  return %e : f32
+}
+
+// -----
+
+func.func @start_source_used_after(%d: memref<4xf32>) -> memref<4xf32> {
+  // expected-error @+1 {{consumes its source, which is used after it}}
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
+  // expected-note @+1 {{later use here}}
+  return %d : memref<4xf32>
+}
+
+// -----
+
+func.func @release_tensor(%t: tensor<4xf32>) {
+  // expected-error @+1 {{releases its source, but the source is a tensor}}
+  %f = offload.offload_start %t release_source : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  return
+}

@@ -4,8 +4,13 @@
 // become memrefs in the #offload.host memory space across function boundaries.
 // CHECK-LABEL: func @forward
 // CHECK-SAME: -> (memref<8x16xf32>, memref<8x16xf32, #offload.host>)
+// The offload consumes its source, and %e is still read after it: the
+// offload gets a copy of %e.
 // CHECK: %[[E:.*]] = memref.alloc() {{.*}} : memref<8x16xf32>
-// CHECK: %[[H:.*]] = offload.offload_buffer %[[E]] : memref<8x16xf32> -> memref<8x16xf32, #offload.host>
+// CHECK: %[[C:.*]] = memref.alloc() {{.*}} : memref<8x16xf32>
+// CHECK: memref.copy %[[E]], %[[C]]
+// CHECK: %[[H:.*]] = offload.offload_buffer %[[C]] : memref<8x16xf32> -> memref<8x16xf32, #offload.host>
+// CHECK: linalg.exp ins(%[[E]] : memref<8x16xf32>)
 // CHECK: return %{{.*}}, %[[H]]
 // CHECK-LABEL: func @backward
 // CHECK-SAME: (%[[S:.*]]: memref<8x16xf32, #offload.host>

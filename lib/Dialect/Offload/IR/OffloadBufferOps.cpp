@@ -16,7 +16,9 @@ LogicalResult OffloadBufferOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
                              getResult().getType())))
     return failure();
-  return verifyContiguousSource(*this, getSource().getType());
+  if (failed(verifyContiguousSource(*this, getSource().getType())))
+    return failure();
+  return verifyConsumedSource(*this, getSource(), getReleaseSource());
 }
 
 LogicalResult LoadBufferOp::verify() {

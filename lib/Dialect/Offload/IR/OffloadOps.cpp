@@ -103,6 +103,37 @@ void OffloadStartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   getStartEffects(getFuture(), getSourceMutable(), effects);
+  // A buffer source is consumed (see offload.offload_buffer).
+  if (isa<BaseMemRefType>(getSource().getType()))
+    effects.emplace_back(MemoryEffects::Free::get(), &getSourceMutable(),
+                         SideEffects::DefaultResource::get());
+}
+
+LogicalResult mlir::offload::verifyConsumedSource(Operation *op, Value source,
+                                                  bool releaseSource) {
+  if (!isa<BaseMemRefType>(source.getType())) {
+    if (releaseSource)
+      return op->emitOpError()
+             << "releases its source, but the source is a tensor: only a "
+                "buffer can be handed to the runtime";
+    return success();
+  }
+  for (OpOperand &use : source.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == op)
+      continue;
+    Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
+    if (ancestor && ancestor != op && !ancestor->isBeforeInBlock(op)) {
+      InFlightDiagnostic diag =
+          op->emitOpError()
+          << "consumes its source, which is used after it: the copy reads the "
+             "source until it completes, so copy the source first (or move "
+             "the op after its last use)";
+      diag.attachNote(user->getLoc()) << "later use here";
+      return diag;
+    }
+  }
+  return success();
 }
 
 void LoadStartOp::getEffects(
@@ -114,7 +145,8 @@ void LoadStartOp::getEffects(
 LogicalResult OffloadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())) ||
-      failed(verifyContiguousSource(*this, getSource().getType())))
+      failed(verifyContiguousSource(*this, getSource().getType())) ||
+      failed(verifyConsumedSource(*this, getSource(), getReleaseSource())))
     return failure();
   return verifyFutureUses(*this, getFuture());
 }

@@ -5,8 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Every copy reads its operand and writes a fresh allocation of the other
-// memory: it never aliases its operand and never writes it, so bufferization
-// needs no copy of the operand, except where the operand's buffer is not
+// memory: it never aliases its operand. A device-to-host copy consumes its
+// operand's buffer, so the analysis treats it as a write of the operand (the
+// operand is copied first where it is used later); bufferization needs no
+// other copy of the operand, except where the operand's buffer is not
 // contiguous (a strided view): a copy reads its source as one run of bytes,
 // so such a source is first copied into a contiguous buffer. The asynchronous forms keep their shape: a
 // start takes the source's buffer and yields a future of a buffer, the wait
@@ -46,7 +48,19 @@ getCopyBufferType(Operation *op, RankedTensorType tensorType,
 }
 
 namespace {
+/// True for the device-to-host copies: on buffers they consume their source
+/// (offload.offload_buffer).
+template <typename OpTy>
+constexpr bool kConsumesSource =
+    std::is_same_v<OpTy, OffloadToCpuOp> || std::is_same_v<OpTy, OffloadStartOp>;
+
 /// Common answers of ops that read their tensor operand into new memory.
+/// A device-to-host copy also counts as writing its operand: its buffer form
+/// consumes the source (the copy reads it after the op, and the runtime
+/// frees it), so the analysis must give it a buffer no later op reads or
+/// writes. One-shot-bufferize then copies the source first wherever the
+/// tensor is still used after the copy, or is not writable (a constant, a
+/// read-only argument).
 template <typename ConcreteModel, typename OpTy>
 struct ReadIntoNewMemory
     : public BufferizableOpInterface::ExternalModel<ConcreteModel, OpTy> {
@@ -59,7 +73,7 @@ struct ReadIntoNewMemory
 
   bool bufferizesToMemoryWrite(Operation *op, OpOperand &opOperand,
                                const AnalysisState &state) const {
-    return false;
+    return kConsumesSource<OpTy>;
   }
 
   AliasingValueList getAliasingValues(Operation *op, OpOperand &opOperand,

@@ -29,13 +29,32 @@ def Offload_OffloadBufferOp : Offload_Op<"offload_buffer"> {
     a strided view (a saved `tensor.extract_slice`) copies it into a
     contiguous buffer first; the verifier rejects any other source.
 
+    The op consumes `source`: the copy reads it until it completes, after
+    the op returns, so nothing may use, write or free `source` (or a view of
+    it) after the op; the verifier rejects a later use in the block. Effects:
+    it reads and frees `source`. With `release_source`, the lowering hands
+    `source` to the runtime, which frees it once the copy is done
+    (`offload_rt_free_device_after_copy`); `source` must then be the
+    allocation itself (not a view) and come from the runtime's device
+    allocator. `-buffer-deallocation-pipeline` sets `release_source` (the
+    op's `BufferDeallocationOpInterface` model): it hands over a source the
+    block owns, or copies one it does not own and hands over the copy, and
+    never deallocates a consumed source itself. Without `release_source` the
+    compiled code never frees the source.
+
     ```mlir
     %h = offload.offload_buffer %d : memref<8x1024xbf16> -> memref<8x1024xbf16, #offload.host>
+    %h2 = offload.offload_buffer %d2 release_source : memref<8x1024xbf16> -> memref<8x1024xbf16, #offload.host>
     ```
   }];
-  let arguments = (ins Arg<Offload_DeviceMemRef, "", [MemRead]>:$source);
+  let arguments = (ins Arg<Offload_DeviceMemRef, "the buffer copied, consumed",
+                           [MemRead, MemFree]>:$source,
+                       UnitAttr:$release_source);
   let results = (outs Res<Offload_HostMemRef, "", [MemAlloc, MemWrite]>:$result);
-  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let assemblyFormat = [{
+    $source (`release_source` $release_source^)? attr-dict `:` type($source)
+    `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -78,6 +78,12 @@ std::optional<int64_t> getStorageBytes(Type type);
 /// (isContiguousMemRef); emits the error on `op`. Tensors pass.
 LogicalResult verifyContiguousSource(Operation *op, Type source);
 
+/// Checks the consumed source of a device-to-host copy: a buffer source has
+/// no use after `op` in its block; `releaseSource` only on a buffer. Emits
+/// the error on `op`.
+LogicalResult verifyConsumedSource(Operation *op, Value source,
+                                   bool releaseSource);
+
 /// True for a host tensor or a host memref.
 inline bool isHostResident(Type type) {
   return isHostTensorType(type) || isHostMemRefType(type);

@@ -162,7 +162,10 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
     copy it begins) and, on a buffer, reads `source`; on a tensor it reads no
     memory. So no cleanup merges or drops a copy, and passes may move it
     across any op whose effects are known and commute with these.
-    On a buffer, `source` must be contiguous, as for `offload.offload_buffer`.
+    On a buffer, `source` must be contiguous and the op consumes it, as
+    `offload.offload_buffer` does: it also frees `source`, nothing may use
+    it after the op, and `release_source` (set by buffer deallocation) has
+    the runtime free it once the copy is done.
 
     Example:
 
@@ -171,9 +174,13 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
         : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
     ```
   }];
-  let arguments = (ins AnyTypeOf<[Offload_DeviceTensor, Offload_DeviceMemRef]>:$source);
+  let arguments = (ins AnyTypeOf<[Offload_DeviceTensor, Offload_DeviceMemRef]>:$source,
+                       UnitAttr:$release_source);
   let results = (outs Offload_HostFuture:$future);
-  let assemblyFormat = "$source attr-dict `:` type($source) `->` qualified(type($future))";
+  let assemblyFormat = [{
+    $source (`release_source` $release_source^)? attr-dict `:` type($source)
+    `->` qualified(type($future))
+  }];
   let hasVerifier = 1;
 }
 
