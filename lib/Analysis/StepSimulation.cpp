@@ -469,6 +469,24 @@ CopyPlan StepModel::getEmptyPlan() const {
   return plan;
 }
 
+SmallVector<std::pair<int, int>> StepModel::getLiveRangesWithoutOffload() const {
+  // As simulate() computes liveness for a plan that offloads nothing.
+  SmallVector<std::pair<int, int>> ranges;
+  ranges.reserve(buffers.size());
+  for (auto [id, buffer] : llvm::enumerate(buffers))
+    ranges.push_back({buffer.defPos, std::max(lastDirectUse[id], buffer.holdPos)});
+  int lastForward = int(numForwardOps) - 1;
+  for (const Link &link : links) {
+    if (link.buffer < 0)
+      continue;
+    int &last = ranges[link.buffer].second;
+    last = std::max({last, lastForward, link.lastUse});
+  }
+  for (auto &[def, last] : ranges)
+    last = std::max(last, def);
+  return ranges;
+}
+
 std::optional<unsigned> StepModel::getPlannedLoadWait(unsigned l) const {
   const Link &link = links[l];
   if (link.buffer < 0 || buffers[link.buffer].persistent || link.firstUse < 0)
@@ -995,9 +1013,15 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     for (unsigned p = slot + 1; p <= numOps; ++p)
       (*liveAt)[p] = live;
   result.liveAtPeak.assign(buffers.size(), false);
-  for (size_t i = 0; i <= peakIndex && i < events.size(); ++i)
-    if (events[i].owner >= 0)
-      result.liveAtPeak[events[i].owner] = events[i].delta > 0;
+  result.loadLiveAtPeak.assign(links.size(), false);
+  for (size_t i = 0; i <= peakIndex && i < events.size(); ++i) {
+    const MemoryEvent &event = events[i];
+    if (event.owner >= 0)
+      result.liveAtPeak[event.owner] = event.delta > 0;
+    else
+      result.loadLiveAtPeak[plan.copies[-event.owner - 1].target] =
+          event.delta > 0;
+  }
   auto it = llvm::upper_bound(ArrayRef(opStart).take_front(numOps),
                               result.peakTime);
   result.peakPos = it == opStart.begin() ? 0 : (it - opStart.begin()) - 1;

@@ -23,6 +23,9 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+#include <queue>
+
 namespace mlir {
 namespace offload {
 #define GEN_PASS_DEF_PLANOFFLOADS
@@ -396,42 +399,18 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     }
   }
 
-  /// Greedy: while the peak is over the budget, offload the candidate live
-  /// at the peak that frees the most peak bytes per second of added step
-  /// time; then drop offloads the budget no longer needs.
+  /// plan=budget: greedy. While the peak is over the budget, offload the
+  /// candidate live at the peak that frees the most peak bytes per second of
+  /// added step time (its score; ties: the first candidate); then drop
+  /// offloads the budget no longer needs. See greedyToBudget and
+  /// dropUnneeded for how this is done without simulating every candidate
+  /// at every step, and docs/scaling.md for what that keeps.
   LogicalResult fitBudget(const Planner &planner,
                           const SimulationResult &baseline, int64_t limit,
                           SmallVector<unsigned> &chosen,
                           const TrainingStep &step) {
     SimulationResult current = baseline;
-    SmallVector<bool> taken(planner.candidates.size(), false);
-    while (current.peakBytes > limit) {
-      int best = -1;
-      double bestScore = 0;
-      SimulationResult bestResult;
-      for (auto [c, candidate] : llvm::enumerate(planner.candidates)) {
-        if (taken[c] || !current.liveAtPeak[candidate.buffer])
-          continue;
-        chosen.push_back(c);
-        SimulationResult trial = planner.simulate(chosen);
-        chosen.pop_back();
-        int64_t gain = current.peakBytes - trial.peakBytes;
-        if (gain <= 0)
-          continue;
-        double cost = std::max(trial.stepSeconds - current.stepSeconds, 1e-9);
-        double score = double(gain) / cost;
-        if (best < 0 || score > bestScore) {
-          best = c;
-          bestScore = score;
-          bestResult = std::move(trial);
-        }
-      }
-      if (best < 0)
-        break;
-      taken[best] = true;
-      chosen.push_back(best);
-      current = std::move(bestResult);
-    }
+    greedyToBudget(planner, limit, chosen, current);
     if (current.peakBytes > limit) {
       // The greedy stops where no single offload lowers the peak; offloading
       // everything may still fit, and the step below drops what it need not.
@@ -460,18 +439,253 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
              << format(baseline.peakBytes) << " (" << baseline.peakBytes
              << " bytes)";
     }
-    // Drop offloads that are no longer needed, latest choice first.
-    for (int i = int(chosen.size()) - 1; i >= 0; --i) {
-      SmallVector<unsigned> trial(chosen);
-      trial.erase(trial.begin() + i);
-      SimulationResult result = planner.simulate(trial);
-      if (result.peakBytes <= limit &&
-          result.stepSeconds <= current.stepSeconds) {
-        chosen = std::move(trial);
-        current = std::move(result);
+    dropUnneeded(planner, limit, chosen, current);
+    return success();
+  }
+
+  /// What offloading one candidate does next to the offloads chosen: the
+  /// peak bytes it frees and the step time it adds.
+  struct Effect {
+    int64_t gain = 0;
+    double cost = 0;
+    double score() const { return double(gain) / std::max(cost, 1e-9); }
+  };
+
+  /// The greedy of fitBudget, lazily and in batches. Every candidate has an
+  /// effect that is assumed to bound its current one (gain at most, cost at
+  /// least): at first its bytes and the least time its loads stall the
+  /// compute stream (with synchronous loads; else 0); once simulated, its
+  /// effect then. That holds where a candidate's gain never grows and its
+  /// cost never shrinks as offloads are added (docs/scaling.md). So the
+  /// candidate whose assumed score is highest is the greedy's choice once
+  /// its effect is exact. The next candidates in that order (live at the
+  /// peak, up to a width that doubles after each batch that holds, and until
+  /// the budget would be met) are simulated together; if the peak and the
+  /// step are exactly what their assumed effects add up to, each of them had
+  /// exactly its assumed effect when the greedy would have taken it (each is
+  /// a bound, and they add up), and they are all taken. If not, bisection
+  /// finds the longest prefix that does, takes it, and the simulation that
+  /// refuted the next candidate gives its exact effect; it goes back into
+  /// the order. A candidate not live at the peak waits until the peak has
+  /// moved; one whose offload frees nothing at the peak, until the peak is
+  /// at another op.
+  void greedyToBudget(const Planner &planner, int64_t limit,
+                      SmallVector<unsigned> &chosen,
+                      SimulationResult &current) {
+    const StepModel &model = planner.getModel();
+    unsigned numCandidates = planner.candidates.size();
+    auto bound = [&](unsigned c) {
+      Effect effect{planner.candidates[c].bytes, 0};
+      if (!schedule)
+        for (unsigned link : planner.candidates[c].links)
+          if (model.getPlannedLoadWait(link))
+            effect.cost += model.getMinCopySeconds(PlannedCopy::Kind::Load,
+                                                   model.getLinkBytes(link));
+      return effect;
+    };
+    SmallVector<Effect> effect;
+    for (unsigned c = 0; c < numCandidates; ++c)
+      effect.push_back(bound(c));
+    // Highest score first, then the first candidate, as the greedy's loop.
+    auto after = [&](unsigned a, unsigned b) {
+      double x = effect[a].score(), y = effect[b].score();
+      if (x != y)
+        return x < y;
+      return a > b;
+    };
+    std::priority_queue<unsigned, std::vector<unsigned>, decltype(after)>
+        order(after);
+    for (unsigned c = 0; c < numCandidates; ++c)
+      if (effect[c].gain > 0)
+        order.push(c);
+    // Out of the order: not live at the peak; freeing nothing at the peak
+    // when it was at that op.
+    SmallVector<unsigned> notLive;
+    SmallVector<std::pair<unsigned, unsigned>> gainless;
+    // The simulation of one candidate next to the current choice, and which.
+    std::optional<std::pair<unsigned, SimulationResult>> lastTrial;
+    size_t width = 1;
+    while (current.peakBytes > limit) {
+      SmallVector<unsigned> batch;
+      SmallVector<int64_t> predictedPeak;
+      SmallVector<double> predictedStep;
+      int64_t peak = current.peakBytes;
+      double stepSeconds = current.stepSeconds;
+      while (!order.empty() && batch.size() < width) {
+        unsigned c = order.top();
+        order.pop();
+        if (!current.liveAtPeak[planner.candidates[c].buffer]) {
+          notLive.push_back(c);
+          continue;
+        }
+        batch.push_back(c);
+        peak -= effect[c].gain;
+        stepSeconds += effect[c].cost;
+        predictedPeak.push_back(peak);
+        predictedStep.push_back(stepSeconds);
+        if (peak <= limit)
+          break;
+      }
+      if (batch.empty())
+        break; // No candidate left lowers the peak.
+
+      // Simulations of the choice with a prefix of the batch, by length.
+      std::map<size_t, SimulationResult> tried;
+      if (lastTrial && lastTrial->first == batch.front())
+        tried.emplace(1, lastTrial->second);
+      lastTrial.reset();
+      auto trial = [&](size_t length) -> const SimulationResult & {
+        auto it = tried.find(length);
+        if (it == tried.end()) {
+          SmallVector<unsigned> plan(chosen);
+          llvm::append_range(plan, ArrayRef(batch).take_front(length));
+          it = tried.emplace(length, planner.simulate(plan)).first;
+        }
+        return it->second;
+      };
+      auto holds = [&](size_t length) {
+        const SimulationResult &result = trial(length);
+        double step = predictedStep[length - 1];
+        return result.peakBytes == predictedPeak[length - 1] &&
+               std::abs(result.stepSeconds - step) <= 1e-9 * std::abs(step);
+      };
+      size_t taken = batch.size();
+      if (!holds(taken)) {
+        size_t lo = 0, hi = batch.size();
+        while (hi - lo > 1) {
+          size_t mid = (lo + hi) / 2;
+          if (holds(mid))
+            lo = mid;
+          else
+            hi = mid;
+        }
+        taken = lo;
+      }
+      if (taken > 0) {
+        llvm::append_range(chosen, ArrayRef(batch).take_front(taken));
+        current = trial(taken);
+      }
+      if (taken < batch.size()) {
+        // Its exact effect next to the new choice: the simulation that
+        // refuted it.
+        unsigned c = batch[taken];
+        const SimulationResult &result = trial(taken + 1);
+        effect[c] = {current.peakBytes - result.peakBytes,
+                     result.stepSeconds - current.stepSeconds};
+        if (effect[c].gain > 0) {
+          order.push(c);
+          lastTrial.emplace(c, result);
+        } else {
+          gainless.push_back({c, current.peakPos});
+        }
+        for (unsigned rest : ArrayRef(batch).drop_front(taken + 1))
+          order.push(rest);
+        width = std::max<size_t>(1, taken);
+      } else {
+        width *= 2;
+      }
+      if (taken == 0)
+        continue;
+      // The peak has changed: what was set aside may count again.
+      llvm::erase_if(notLive, [&](unsigned c) {
+        if (!current.liveAtPeak[planner.candidates[c].buffer])
+          return false;
+        order.push(c);
+        return true;
+      });
+      llvm::erase_if(gainless, [&](std::pair<unsigned, unsigned> entry) {
+        if (entry.second == current.peakPos)
+          return false;
+        effect[entry.first] = bound(entry.first);
+        order.push(entry.first);
+        return true;
+      });
+    }
+  }
+
+  /// Drops offloads the budget no longer needs, latest choice first: each
+  /// one whose removal keeps the peak within the budget and predicts a step
+  /// no slower. A candidate is kept without a simulation if it is not live
+  /// at the peak though it would be without its offload, and its bytes do
+  /// not fit between the peak and the budget (so its removal would raise the
+  /// peak over the budget unless it moved the other copies' releases). The
+  /// others are tried in batches: a batch whose removal holds is dropped
+  /// (every prefix of it then holds where removing offloads never raises the
+  /// peak nor slows the step), else bisection finds the longest prefix that
+  /// holds and keeps the candidate after it (its simulation is the one the
+  /// one-by-one search makes for it).
+  void dropUnneeded(const Planner &planner, int64_t limit,
+                    SmallVector<unsigned> &chosen, SimulationResult &current) {
+    SmallVector<std::pair<int, int>> ranges =
+        planner.getModel().getLiveRangesWithoutOffload();
+    auto needed = [&](unsigned c) {
+      const Candidate &candidate = planner.candidates[c];
+      auto [def, last] = ranges[candidate.buffer];
+      int peakPos = current.peakPos;
+      if (peakPos <= def || peakPos >= last ||
+          current.liveAtPeak[candidate.buffer])
+        return false;
+      for (unsigned link : candidate.links)
+        if (current.loadLiveAtPeak[link])
+          return false;
+      return current.peakBytes + candidate.bytes > limit;
+    };
+    SmallVector<unsigned> latestFirst(llvm::reverse(chosen));
+    llvm::SmallDenseSet<unsigned> dropped;
+    size_t next = 0, width = 1;
+    while (next < latestFirst.size()) {
+      if (needed(latestFirst[next])) {
+        ++next;
+        continue;
+      }
+      SmallVector<unsigned> batch;
+      for (size_t i = next; i < latestFirst.size() && batch.size() < width &&
+                            !needed(latestFirst[i]);
+           ++i)
+        batch.push_back(latestFirst[i]);
+      std::map<size_t, SimulationResult> tried;
+      auto trial = [&](size_t length) -> const SimulationResult & {
+        auto it = tried.find(length);
+        if (it == tried.end()) {
+          llvm::SmallDenseSet<unsigned> removed(dropped.begin(), dropped.end());
+          removed.insert(batch.begin(), batch.begin() + length);
+          SmallVector<unsigned> plan;
+          for (unsigned c : chosen)
+            if (!removed.contains(c))
+              plan.push_back(c);
+          it = tried.emplace(length, planner.simulate(plan)).first;
+        }
+        return it->second;
+      };
+      auto holds = [&](size_t length) {
+        const SimulationResult &result = trial(length);
+        return result.peakBytes <= limit &&
+               result.stepSeconds <= current.stepSeconds;
+      };
+      size_t removed = batch.size();
+      if (!holds(removed)) {
+        size_t lo = 0, hi = batch.size();
+        while (hi - lo > 1) {
+          size_t mid = (lo + hi) / 2;
+          if (holds(mid))
+            lo = mid;
+          else
+            hi = mid;
+        }
+        removed = lo;
+      }
+      dropped.insert(batch.begin(), batch.begin() + removed);
+      if (removed > 0)
+        current = trial(removed);
+      if (removed == batch.size()) {
+        next += removed;
+        width *= 2;
+      } else {
+        next += removed + 1;
+        width = std::max<size_t>(1, removed);
       }
     }
-    return success();
+    llvm::erase_if(chosen, [&](unsigned c) { return dropped.contains(c); });
   }
 };
 } // namespace

@@ -106,6 +106,9 @@ struct SimulationResult {
   int64_t d2hBytes = 0, h2dBytes = 0;
   /// Per buffer: live (on the device) at the moment of the peak.
   SmallVector<bool> liveAtPeak;
+  /// Per saved link: its load's destination is live at the moment of the
+  /// peak.
+  SmallVector<bool> loadLiveAtPeak;
 };
 
 class StepModel {
@@ -201,6 +204,11 @@ public:
   unsigned getOffloadWaitFloor() const {
     return lastCopyBarrier[numForwardOps] + 1;
   }
+  /// The op positions a buffer is live in when nothing is offloaded: from
+  /// its definition (-1: the start of the step) to its last use or hold
+  /// (the end of forward at least for a saved value), as simulate() of the
+  /// empty plan has it; one pair per buffer.
+  SmallVector<std::pair<int, int>> getLiveRangesWithoutOffload() const;
   /// Where planFor() waits for the load of `link` if the link is chosen,
   /// or nothing if it would not load it (a link nothing in backward reads,
   /// or one whose storage cannot be offloaded).
