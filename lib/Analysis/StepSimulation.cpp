@@ -494,6 +494,17 @@ std::optional<unsigned> StepModel::getPlannedLoadWait(unsigned l) const {
   return unsigned(link.firstUse);
 }
 
+std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l) const {
+  const Link &link = links[l];
+  if (link.buffer < 0 || buffers[link.buffer].persistent)
+    return std::nullopt;
+  // As planFor() places it.
+  int last = lastForwardRead[link.buffer];
+  if (last < 0 || last >= int(numForwardOps))
+    last = buffers[link.buffer].defPos;
+  return unsigned(last + 1);
+}
+
 CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
                             int64_t maxInflightBytes,
                             SimulationResult *simulated) const {
@@ -517,10 +528,7 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
         offloadOfValue.try_emplace(link.value, plan.copies.size());
     if (inserted) {
       // Right after the last forward use of the storage (views included).
-      const Buffer &buffer = buffers[link.buffer];
-      int last = lastForwardRead[link.buffer];
-      if (last < 0 || last >= int(numForwardOps))
-        last = buffer.defPos;
+      int last = int(*getPlannedOffloadIssue(l)) - 1;
       SmallVector<unsigned> &row = offloadsAt[last + 1];
       auto sameStorage = llvm::find_if(llvm::reverse(row), [&](unsigned c) {
         return plan.copies[c].target == unsigned(link.buffer);

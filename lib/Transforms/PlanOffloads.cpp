@@ -86,12 +86,16 @@ public:
   Planner(const StepModel &model, bool schedule, int64_t maxInflight)
       : model(model), schedule(schedule), maxInflight(maxInflight) {}
 
-  SimulationResult simulate(ArrayRef<unsigned> chosen) const {
+  /// simulate() of the plan for `chosen`, and that plan in `plan`.
+  SimulationResult simulate(ArrayRef<unsigned> chosen,
+                            CopyPlan *plan = nullptr) const {
     SmallVector<unsigned> links;
     for (unsigned c : chosen)
       llvm::append_range(links, candidates[c].links);
     SimulationResult result;
-    model.planFor(links, schedule, maxInflight, &result);
+    CopyPlan planned = model.planFor(links, schedule, maxInflight, &result);
+    if (plan)
+      *plan = std::move(planned);
     return result;
   }
 
@@ -411,22 +415,20 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
                           const TrainingStep &step) {
     SimulationResult current = baseline;
     greedyToBudget(planner, limit, chosen, current);
+    int64_t reachable = current.peakBytes;
     if (current.peakBytes > limit) {
       // The greedy stops where no single offload lowers the peak; offloading
       // everything may still fit, and the step below drops what it need not.
       SmallVector<unsigned> all =
           llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));
       SimulationResult everything = planner.simulate(all);
+      reachable = std::min(reachable, everything.peakBytes);
       if (everything.peakBytes <= limit) {
         chosen = std::move(all);
         current = std::move(everything);
       }
     }
     if (current.peakBytes > limit) {
-      SmallVector<unsigned> all =
-          llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));
-      int64_t reachable =
-          std::min(current.peakBytes, planner.simulate(all).peakBytes);
       // Two decimals: the peaks are often within a tenth of the budget.
       auto format = [](int64_t bytes) {
         return offload_support::formatByteSize(bytes, /*decimals=*/2);
@@ -468,7 +470,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// refuted the next candidate gives its exact effect; it goes back into
   /// the order. A candidate not live at the peak waits until the peak has
   /// moved; one whose offload frees nothing at the peak, until the peak is
-  /// at another op.
+  /// at another op. Without simulating it, a candidate is taken to free
+  /// nothing at the peak if its offload cannot end before the peak: queued
+  /// on the serial D2H stream behind the offloads issued before it (as they
+  /// end now), from where the compute stream alone would issue it.
   void greedyToBudget(const Planner &planner, int64_t limit,
                       SmallVector<unsigned> &chosen,
                       SimulationResult &current) {
@@ -503,7 +508,37 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     SmallVector<unsigned> notLive;
     SmallVector<std::pair<unsigned, unsigned>> gainless;
     // The simulation of one candidate next to the current choice, and which.
-    std::optional<std::pair<unsigned, SimulationResult>> lastTrial;
+    std::optional<std::pair<unsigned, std::pair<SimulationResult, CopyPlan>>>
+        lastTrial;
+    // Per candidate, the choice its effect is exact for, or -1.
+    unsigned version = 0;
+    SmallVector<int> exactAt(numCandidates, -1);
+    // Per op position, when the offloads of the current plan issued before
+    // it end.
+    CopyPlan currentPlan = model.getEmptyPlan();
+    SmallVector<double> queuedBefore;
+    auto updateQueue = [&] {
+      queuedBefore.assign(model.getNumOps() + 1, 0);
+      for (auto [index, copy] : llvm::enumerate(currentPlan.copies))
+        if (copy.kind == PlannedCopy::Kind::Offload &&
+            copy.issuePos < model.getNumOps())
+          queuedBefore[copy.issuePos + 1] = std::max(
+              queuedBefore[copy.issuePos + 1], current.copyEnd[index]);
+      for (unsigned pos = 1; pos <= model.getNumOps(); ++pos)
+        queuedBefore[pos] = std::max(queuedBefore[pos], queuedBefore[pos - 1]);
+    };
+    updateQueue();
+    auto endsAfterPeak = [&](unsigned c) {
+      const Candidate &candidate = planner.candidates[c];
+      std::optional<unsigned> issue =
+          model.getPlannedOffloadIssue(candidate.links.front());
+      if (!issue)
+        return false;
+      double end = std::max(model.getComputeStart(*issue), queuedBefore[*issue]) +
+                   model.getMinCopySeconds(PlannedCopy::Kind::Offload,
+                                           candidate.bytes);
+      return end > current.peakTime;
+    };
     size_t width = 1;
     while (current.peakBytes > limit) {
       SmallVector<unsigned> batch;
@@ -518,6 +553,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
           notLive.push_back(c);
           continue;
         }
+        if (exactAt[c] != int(version) && endsAfterPeak(c)) {
+          gainless.push_back({c, current.peakPos});
+          continue;
+        }
         batch.push_back(c);
         peak -= effect[c].gain;
         stepSeconds += effect[c].cost;
@@ -530,18 +569,25 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         break; // No candidate left lowers the peak.
 
       // Simulations of the choice with a prefix of the batch, by length.
-      std::map<size_t, SimulationResult> tried;
+      std::map<size_t, std::pair<SimulationResult, CopyPlan>> tried;
       if (lastTrial && lastTrial->first == batch.front())
-        tried.emplace(1, lastTrial->second);
+        tried.emplace(1, std::move(lastTrial->second));
       lastTrial.reset();
-      auto trial = [&](size_t length) -> const SimulationResult & {
+      auto trialAndPlan = [&](size_t length) -> std::pair<SimulationResult, CopyPlan> & {
         auto it = tried.find(length);
         if (it == tried.end()) {
-          SmallVector<unsigned> plan(chosen);
-          llvm::append_range(plan, ArrayRef(batch).take_front(length));
-          it = tried.emplace(length, planner.simulate(plan)).first;
+          SmallVector<unsigned> choice(chosen);
+          llvm::append_range(choice, ArrayRef(batch).take_front(length));
+          CopyPlan plan;
+          SimulationResult result = planner.simulate(choice, &plan);
+          it = tried.emplace(length, std::make_pair(std::move(result),
+                                                    std::move(plan)))
+                   .first;
         }
         return it->second;
+      };
+      auto trial = [&](size_t length) -> const SimulationResult & {
+        return trialAndPlan(length).first;
       };
       auto holds = [&](size_t length) {
         const SimulationResult &result = trial(length);
@@ -564,6 +610,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       if (taken > 0) {
         llvm::append_range(chosen, ArrayRef(batch).take_front(taken));
         current = trial(taken);
+        currentPlan = trialAndPlan(taken).second;
+        ++version;
+        updateQueue();
       }
       if (taken < batch.size()) {
         // Its exact effect next to the new choice: the simulation that
@@ -572,9 +621,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         const SimulationResult &result = trial(taken + 1);
         effect[c] = {current.peakBytes - result.peakBytes,
                      result.stepSeconds - current.stepSeconds};
+        exactAt[c] = version;
         if (effect[c].gain > 0) {
           order.push(c);
-          lastTrial.emplace(c, result);
+          lastTrial.emplace(c, trialAndPlan(taken + 1));
         } else {
           gainless.push_back({c, current.peakPos});
         }
@@ -597,6 +647,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         if (entry.second == current.peakPos)
           return false;
         effect[entry.first] = bound(entry.first);
+        exactAt[entry.first] = -1;
         order.push(entry.first);
         return true;
       });

@@ -213,6 +213,10 @@ public:
   /// or nothing if it would not load it (a link nothing in backward reads,
   /// or one whose storage cannot be offloaded).
   std::optional<unsigned> getPlannedLoadWait(unsigned link) const;
+  /// Where planFor() issues the offload of `link` if the link is chosen
+  /// (right after the last forward use of its storage), or nothing if it
+  /// would not offload it.
+  std::optional<unsigned> getPlannedOffloadIssue(unsigned link) const;
 
 private:
   StepModel() = default;
