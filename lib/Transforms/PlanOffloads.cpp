@@ -205,6 +205,43 @@ private:
   SmallVector<double> top, lazy;
 };
 
+/// When the D2H copies of a simulated plan issued before each op position
+/// end, so that the earliest end of one more offload can be bounded: the
+/// D2H stream is serial, so it starts no earlier than those issued before it
+/// end, nor than the compute stream alone reaches its op. Adding an offload
+/// is assumed not to make the copies queued ahead of it end earlier.
+class OffloadQueue {
+public:
+  explicit OffloadQueue(const StepModel &model)
+      : model(model), endBefore(model.getNumOps() + 1, 0) {}
+
+  void update(const CopyPlan &plan, const SimulationResult &result) {
+    unsigned numOps = model.getNumOps();
+    endBefore.assign(numOps + 1, 0);
+    for (auto [index, copy] : llvm::enumerate(plan.copies))
+      if (copy.kind == PlannedCopy::Kind::Offload && copy.issuePos < numOps)
+        endBefore[copy.issuePos + 1] =
+            std::max(endBefore[copy.issuePos + 1], result.copyEnd[index]);
+    for (unsigned pos = 1; pos <= numOps; ++pos)
+      endBefore[pos] = std::max(endBefore[pos], endBefore[pos - 1]);
+  }
+
+  /// The earliest the offload of candidate `links` (`bytes`) can end, or
+  /// nothing if planFor() does not offload it.
+  std::optional<double> earliestEnd(ArrayRef<unsigned> links,
+                                    int64_t bytes) const {
+    std::optional<unsigned> issue = model.getPlannedOffloadIssue(links.front());
+    if (!issue)
+      return std::nullopt;
+    return std::max(model.getComputeStart(*issue), endBefore[*issue]) +
+           model.getMinCopySeconds(PlannedCopy::Kind::Offload, bytes);
+  }
+
+private:
+  const StepModel &model;
+  SmallVector<double> endBefore;
+};
+
 /// The bound rules a plan out if it exceeds `limit` by more than rounding:
 /// the simulation sums op times in another order.
 static bool exceeds(double bound, double limit) {
@@ -341,15 +378,44 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// dropped candidates instead of one per candidate.
   void fitHidden(const Planner &planner, ArrayRef<unsigned> order,
                  double limit, SmallVector<unsigned> &chosen) {
-    StepTimeBound bound(planner.getModel(), !schedule);
+    const StepModel &model = planner.getModel();
+    StepTimeBound bound(model, !schedule);
     using Load = StepTimeBound::Load;
     auto loadsOf = [&](unsigned c, SmallVectorImpl<Load> &loads) {
       bound.appendLoads(planner.candidates[c].links, loads);
     };
+    // The D2H copies of the plan kept so far: a candidate's load starts no
+    // earlier than its offload ends, and the compute stream still has to run
+    // from the load's wait to the end of the step.
+    OffloadQueue queue(model);
+    double computeEnd = model.getComputeStart(model.getNumOps());
+    auto copiesBound = [&](unsigned c) {
+      const Candidate &candidate = planner.candidates[c];
+      std::optional<double> offloaded =
+          queue.earliestEnd(candidate.links, candidate.bytes);
+      double result = 0;
+      if (!offloaded)
+        return result;
+      for (unsigned link : candidate.links)
+        if (std::optional<unsigned> wait = model.getPlannedLoadWait(link))
+          result = std::max(
+              result, *offloaded +
+                          model.getMinCopySeconds(PlannedCopy::Kind::Load,
+                                                  model.getLinkBytes(link)) +
+                          computeEnd - model.getComputeStart(*wait));
+      return result;
+    };
+    // The simulation of the last batch prefix that fit.
+    std::optional<std::pair<CopyPlan, SimulationResult>> lastFit;
     auto fits = [&](ArrayRef<unsigned> batch) {
       SmallVector<unsigned> trial(chosen);
       llvm::append_range(trial, batch);
-      return planner.simulate(trial).stepSeconds <= limit;
+      CopyPlan plan;
+      SimulationResult result = planner.simulate(trial, &plan);
+      if (result.stepSeconds > limit)
+        return false;
+      lastFit.emplace(std::move(plan), std::move(result));
+      return true;
     };
     size_t next = 0, width = 1;
     while (next < order.size()) {
@@ -360,7 +426,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         SmallVector<Load> loads;
         loadsOf(order[i], loads);
         // Ruled out next to the offloads kept so far: first fit drops it.
-        if (exceeds(bound.boundWith(loads), limit))
+        if (exceeds(bound.boundWith(loads), limit) ||
+            exceeds(copiesBound(order[i]), limit))
           continue;
         size_t before = batchLoads.size();
         llvm::append_range(batchLoads, loads);
@@ -393,6 +460,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         loadsOf(c, keptLoads);
       }
       bound.add(keptLoads);
+      // The last simulation that fit is that of the plan now kept.
+      if (kept > 0)
+        queue.update(lastFit->first, lastFit->second);
       if (kept == batch.size()) {
         next = batchAt.back() + 1;
         width *= 2;
@@ -513,31 +583,13 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     // Per candidate, the choice its effect is exact for, or -1.
     unsigned version = 0;
     SmallVector<int> exactAt(numCandidates, -1);
-    // Per op position, when the offloads of the current plan issued before
-    // it end.
-    CopyPlan currentPlan = model.getEmptyPlan();
-    SmallVector<double> queuedBefore;
-    auto updateQueue = [&] {
-      queuedBefore.assign(model.getNumOps() + 1, 0);
-      for (auto [index, copy] : llvm::enumerate(currentPlan.copies))
-        if (copy.kind == PlannedCopy::Kind::Offload &&
-            copy.issuePos < model.getNumOps())
-          queuedBefore[copy.issuePos + 1] = std::max(
-              queuedBefore[copy.issuePos + 1], current.copyEnd[index]);
-      for (unsigned pos = 1; pos <= model.getNumOps(); ++pos)
-        queuedBefore[pos] = std::max(queuedBefore[pos], queuedBefore[pos - 1]);
-    };
-    updateQueue();
+    // The D2H copies of the current plan (none at first).
+    OffloadQueue queue(model);
     auto endsAfterPeak = [&](unsigned c) {
       const Candidate &candidate = planner.candidates[c];
-      std::optional<unsigned> issue =
-          model.getPlannedOffloadIssue(candidate.links.front());
-      if (!issue)
-        return false;
-      double end = std::max(model.getComputeStart(*issue), queuedBefore[*issue]) +
-                   model.getMinCopySeconds(PlannedCopy::Kind::Offload,
-                                           candidate.bytes);
-      return end > current.peakTime;
+      std::optional<double> end =
+          queue.earliestEnd(candidate.links, candidate.bytes);
+      return end && *end > current.peakTime;
     };
     size_t width = 1;
     while (current.peakBytes > limit) {
@@ -610,9 +662,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       if (taken > 0) {
         llvm::append_range(chosen, ArrayRef(batch).take_front(taken));
         current = trial(taken);
-        currentPlan = trialAndPlan(taken).second;
+        queue.update(trialAndPlan(taken).second, current);
         ++version;
-        updateQueue();
       }
       if (taken < batch.size()) {
         // Its exact effect next to the new choice: the simulation that
