@@ -218,10 +218,14 @@ public:
   void update(const CopyPlan &plan, const SimulationResult &result) {
     unsigned numOps = model.getNumOps();
     endBefore.assign(numOps + 1, 0);
-    for (auto [index, copy] : llvm::enumerate(plan.copies))
-      if (copy.kind == PlannedCopy::Kind::Offload && copy.issuePos < numOps)
+    firstLoad = numOps + 1;
+    for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+      if (copy.kind == PlannedCopy::Kind::Load)
+        firstLoad = std::min(firstLoad, copy.issuePos);
+      else if (copy.issuePos < numOps)
         endBefore[copy.issuePos + 1] =
             std::max(endBefore[copy.issuePos + 1], result.copyEnd[index]);
+    }
     for (unsigned pos = 1; pos <= numOps; ++pos)
       endBefore[pos] = std::max(endBefore[pos], endBefore[pos - 1]);
   }
@@ -237,9 +241,13 @@ public:
            model.getMinCopySeconds(PlannedCopy::Kind::Offload, bytes);
   }
 
+  /// The first op position a load of the plan is issued at.
+  unsigned getFirstLoad() const { return firstLoad; }
+
 private:
   const StepModel &model;
   SmallVector<double> endBefore;
+  unsigned firstLoad = ~0u;
 };
 
 /// The bound rules a plan out if it exceeds `limit` by more than rounding:
@@ -585,8 +593,22 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     SmallVector<int> exactAt(numCandidates, -1);
     // The D2H copies of the current plan (none at first).
     OffloadQueue queue(model);
+    // Only where nothing can stall the compute stream before the peak's op
+    // (no load waited there, no offload waited with Release::AtWait), so
+    // that the ops up to the peak run at the same times with the candidate:
+    // a stall there lets more copies end before the peak, which can lower
+    // it. Nor may any load be issued there (its placement may change).
+    bool waitsAtWait = model.getExecutionModel().release ==
+                       ExecutionModel::Release::AtWait;
     auto endsAfterPeak = [&](unsigned c) {
       const Candidate &candidate = planner.candidates[c];
+      unsigned peakPos = current.peakPos;
+      if (waitsAtWait || queue.getFirstLoad() <= peakPos + 1)
+        return false;
+      for (unsigned link : candidate.links)
+        if (std::optional<unsigned> wait = model.getPlannedLoadWait(link);
+            wait && *wait <= peakPos + 1)
+          return false;
       std::optional<double> end =
           queue.earliestEnd(candidate.links, candidate.bytes);
       return end && *end > current.peakTime;
