@@ -598,8 +598,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     // that the ops up to the peak run at the same times with the candidate:
     // a stall there lets more copies end before the peak, which can lower
     // it. Nor may any load be issued there (its placement may change).
+    // Nor with copy_interference: a candidate's copy slows the ops before
+    // the peak, so the peak itself moves later.
     bool waitsAtWait = model.getExecutionModel().release ==
-                       ExecutionModel::Release::AtWait;
+                           ExecutionModel::Release::AtWait ||
+                       model.getCopyInterference() > 0;
     auto endsAfterPeak = [&](unsigned c) {
       const Candidate &candidate = planner.candidates[c];
       unsigned peakPos = current.peakPos;

@@ -171,6 +171,8 @@ public:
   SimulationResult simulate(const CopyPlan &plan) const;
 
   const ExecutionModel &getExecutionModel() const { return execution; }
+  /// DeviceProfile::copyInterference: kernel time added per copy second.
+  double getCopyInterference() const { return copyInterference; }
   unsigned getNumOps() const { return ops.size(); }
   unsigned getNumForwardOps() const { return numForwardOps; }
   unsigned getNumLinks() const { return links.size(); }
