@@ -189,6 +189,22 @@ def _saved_name_of_copies(fn: IrFunction, saved_names: list[str], num_outputs: i
     return names
 
 
+def _realize_like_an_output(src: fx.Node, layout: list[int]) -> None:
+    """Has Inductor realize `src` in place, as it realizes a saved value the
+    forward returns. Without this the saved value is only an operand of
+    offload_start, which Inductor may satisfy with a copy while inlining the
+    computation into the value's other consumers: with a recompute budget
+    that changed forward kernels, and the loss, in the last bits (a saved
+    RMSNorm input, say, recomputed in fp32 inside its consumers instead of
+    read back as bf16). Not where Inductor lays the saved value out in
+    channels-last (layout != its traced strides): there the producer is a
+    convolution, realized anyway, and asking for the traced strides would
+    add a relayout copy."""
+    val = src.meta.get("val")
+    if isinstance(val, torch.Tensor) and list(val.stride()) == list(layout):
+        src.meta["inductor_realize_to_strides"] = True
+
+
 def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
                      layouts: dict[str, list[int]]):
     ops = torch.ops.offload
@@ -208,6 +224,7 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             if name not in layouts:
                 raise RebuildError(f"@{fn.name}: {op.results[0]} is not returned as a saved value")
             layout = layouts[name]
+            _realize_like_an_output(src, layout)
             host = b._call(ops.offload_start.default, (src, layout, []))
             host_of[op.results[0]] = host
             source_of[op.results[0]] = src
