@@ -252,6 +252,25 @@ private:
 
 /// The bound rules a plan out if it exceeds `limit` by more than rounding:
 /// the simulation sums op times in another order.
+/// The longest prefix length in [0, n] for which `holds` is true, given
+/// that a prefix holds whenever a longer one does and the empty prefix
+/// always holds: n if it holds, else found by bisection (holds(n) is asked
+/// first, so a caller that caches trials pays one simulation when it does).
+static size_t longestHoldingPrefix(size_t n,
+                                   llvm::function_ref<bool(size_t)> holds) {
+  if (holds(n))
+    return n;
+  size_t lo = 0, hi = n; // prefix lo holds, prefix hi does not
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if (holds(mid))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 static bool exceeds(double bound, double limit) {
   return bound > limit + 1e-9 * std::abs(limit);
 }
@@ -448,20 +467,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       }
       if (batch.empty())
         break; // The bound rules out every candidate left.
-      size_t kept = batch.size();
-      if (!fits(batch)) {
-        // The longest prefix that fits: batch[0, lo) fits, batch[0, hi)
-        // does not; first fit keeps batch[0, lo) and drops batch[lo].
-        size_t lo = 0, hi = batch.size();
-        while (hi - lo > 1) {
-          size_t mid = (lo + hi) / 2;
-          if (fits(ArrayRef(batch).take_front(mid)))
-            lo = mid;
-          else
-            hi = mid;
-        }
-        kept = lo;
-      }
+      // The longest prefix that fits: first fit keeps it and drops the
+      // candidate after it.
+      size_t kept = longestHoldingPrefix(batch.size(), [&](size_t length) {
+        return fits(ArrayRef(batch).take_front(length));
+      });
       SmallVector<Load> keptLoads;
       for (unsigned c : ArrayRef(batch).take_front(kept)) {
         chosen.push_back(c);
@@ -672,18 +682,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         return result.peakBytes == predictedPeak[length - 1] &&
                std::abs(result.stepSeconds - step) <= 1e-9 * std::abs(step);
       };
-      size_t taken = batch.size();
-      if (!holds(taken)) {
-        size_t lo = 0, hi = batch.size();
-        while (hi - lo > 1) {
-          size_t mid = (lo + hi) / 2;
-          if (holds(mid))
-            lo = mid;
-          else
-            hi = mid;
-        }
-        taken = lo;
-      }
+      size_t taken = longestHoldingPrefix(batch.size(), holds);
       if (taken > 0) {
         llvm::append_range(chosen, ArrayRef(batch).take_front(taken));
         current = trial(taken);
@@ -789,18 +788,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         return result.peakBytes <= limit &&
                result.stepSeconds <= current.stepSeconds;
       };
-      size_t removed = batch.size();
-      if (!holds(removed)) {
-        size_t lo = 0, hi = batch.size();
-        while (hi - lo > 1) {
-          size_t mid = (lo + hi) / 2;
-          if (holds(mid))
-            lo = mid;
-          else
-            hi = mid;
-        }
-        removed = lo;
-      }
+      size_t removed = longestHoldingPrefix(batch.size(), holds);
       dropped.insert(batch.begin(), batch.begin() + removed);
       if (removed > 0)
         current = trial(removed);
