@@ -484,7 +484,9 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
     }
     main = torch.cuda.current_stream(dev.device)
 
-    def round_trip(load, directions, kernel_times=None) -> float:
+    def round_trip(load, directions) -> Tuple[float, float, float]:
+        """(copy span from the first start to the last end, the queued
+        kernels' time, the copies' time summed over the streams)."""
         kernel, count = load
         k_start, k_end = dev.event(), dev.event()
         k_start.record(main)
@@ -504,14 +506,12 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
         main.wait_stream(link.d2h_stream)
         main.wait_stream(link.h2d_stream)
         dev.synchronize()
-        if kernel_times is not None:
-            kernel_times.append(k_start.elapsed_time(k_end) * 1e-3)
+        kernels = k_start.elapsed_time(k_end) * 1e-3
         if not directions:
-            return 0.0
-        # Per stream, not from the first start: the interference sums them.
-        if kernel_times is not None:
-            kernel_times.append(sum(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e-3)
-        return max(starts[0].elapsed_time(end) for end in ends) * 1e-3
+            return 0.0, kernels, 0.0
+        span = max(starts[0].elapsed_time(end) for end in ends) * 1e-3
+        transfer = sum(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e-3
+        return span, kernels, transfer
 
     d2h = [(link.d2h_stream, link.d2h(n))]
     h2d = [(link.h2d_stream, link.h2d(n))]
@@ -526,11 +526,11 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
         alone: List[float] = []  # kernel time of a round without copies
         beside: List[Tuple[float, float]] = []  # (kernel time, transfer time)
         for _ in range(repeats):
-            round_trip(load, [], alone)
+            alone.append(round_trip(load, [])[1])
             for key, directions in (("d2h", d2h), ("h2d", h2d), ("both_ways", d2h + h2d)):
-                times: List[float] = []
-                samples[key].append(round_trip(load, directions, times))
-                beside.append((times[0], times[1]))
+                span, kernels, transfer = round_trip(load, directions)
+                samples[key].append(span)
+                beside.append((kernels, transfer))
         kernels_alone = statistics.median(alone)
         per_transfer = [(k - kernels_alone) / t for k, t in beside if t > 0]
         interference.append(max(0.0, statistics.median(per_transfer)))
