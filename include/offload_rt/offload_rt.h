@@ -115,6 +115,12 @@ typedef struct offload_rt_options {
    * running on the host (CPU-lowered programs, tests) can read and write
    * them; frees synchronise their stream. Not for performance. */
   int host_accessible_device_memory;
+  /* Testing, any backend: each copy waits this long on its copy stream
+   * before it starts (a host function that sleeps there), so a consumer
+   * ordered before a load's wait, or a source reused before an offload's
+   * wait, reads or overwrites memory the copy has not reached yet. The
+   * sim backend's sim_copy_latency_us delays the copy itself instead. */
+  double copy_delay_us;
 } offload_rt_options;
 
 /* Fills defaults (backend DEFAULT, no initial pool, growable, no in-flight
@@ -125,7 +131,7 @@ typedef struct offload_rt_options {
  * decimal), OFFLOAD_RT_POOL_GROWABLE,
  * OFFLOAD_RT_MAX_IN_FLIGHT, OFFLOAD_RT_TIMING, OFFLOAD_RT_CHECKS,
  * OFFLOAD_RT_SIM_GBPS, OFFLOAD_RT_SIM_LATENCY_US,
- * OFFLOAD_RT_HOST_ACCESSIBLE_DEVICE. */
+ * OFFLOAD_RT_HOST_ACCESSIBLE_DEVICE, OFFLOAD_RT_COPY_DELAY_US. */
 OFFLOAD_RT_EXPORT void offload_rt_options_init(offload_rt_options *opts);
 
 typedef struct offload_rt_context offload_rt_context;

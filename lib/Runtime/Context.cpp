@@ -21,9 +21,11 @@
 #include "offload_support/ByteSize.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 using namespace offload_rt;
 
@@ -217,6 +219,14 @@ offload_rt_status offload_rt_context::throttle(std::deque<CopyRecord> &inFlight)
                     &inFlight == &d2hInFlight_ ? stats_.d2h_ms : stats_.h2d_ms);
 }
 
+// OFFLOAD_RT_COPY_DELAY_US: holds the copy stream before a copy. Runs on
+// the backend's callback thread, which may not call the CUDA API; sleeping
+// is allowed. Before the copy's start event, so copy times stay the copy's.
+static void sleepOnStream(void *options) {
+  double us = static_cast<const offload_rt_options *>(options)->copy_delay_us;
+  std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(us));
+}
+
 // Enqueues one copy on a copy stream, bracketed by timing events; *done
 // (one reference for the caller) completes with the copy.
 offload_rt_status offload_rt_context::enqueueCopy(void *dst, const void *src,
@@ -226,6 +236,8 @@ offload_rt_status offload_rt_context::enqueueCopy(void *dst, const void *src,
   bool toHost = kind == CopyKind::DeviceToHost;
   std::deque<CopyRecord> &inFlight = toHost ? d2hInFlight_ : h2dInFlight_;
   RETURN_IF_FAILED(throttle(inFlight));
+  if (options.copy_delay_us > 0)
+    RETURN_IF_FAILED(backend->launchHostFunc(s, sleepOnStream, &options));
 
   SharedEvent *start = nullptr;
   if (options.timing)

@@ -139,6 +139,7 @@ extern "C" void offload_rt_options_init(offload_rt_options *opts) {
   envDouble("OFFLOAD_RT_SIM_LATENCY_US", &opts->sim_copy_latency_us);
   envFlag("OFFLOAD_RT_HOST_ACCESSIBLE_DEVICE",
           &opts->host_accessible_device_memory);
+  envDouble("OFFLOAD_RT_COPY_DELAY_US", &opts->copy_delay_us);
 }
 
 extern "C" offload_rt_status

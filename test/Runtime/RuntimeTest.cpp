@@ -111,6 +111,42 @@ TEST_F(Runtime, SplitStartAndWaitIntoCallerBuffer) {
   EXPECT_EQ(stats().waits, 2u);
 }
 
+// OFFLOAD_RT_COPY_DELAY_US holds each copy on its stream: a wait on it (and
+// so a consumer ordered after the wait) comes at least that much later, and
+// the copy times in the stats stay the copies' own.
+TEST_F(Runtime, CopyDelayHoldsEachCopyOnItsStream) {
+  offload_rt_options o = testOptions();
+  o.copy_delay_us = 20000;
+  start(o);
+  auto data = pattern(65536, 3);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  auto waited = [&](offload_rt_token *token) {
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_OK(offload_rt_wait(ctx.get(), token, stream));
+    EXPECT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - t0)
+        .count();
+  };
+  offload_rt_host_buffer *buf = nullptr;
+  offload_rt_token *offloaded = nullptr, *loaded = nullptr;
+  ASSERT_OK(offload_rt_offload_start(ctx.get(), dev, data.size(), stream, &buf,
+                                     &offloaded));
+  EXPECT_GE(waited(offloaded), 19.0);
+  void *back = nullptr;
+  ASSERT_OK(offload_rt_load_start(ctx.get(), buf, nullptr, data.size(), stream,
+                                  &back, &loaded));
+  EXPECT_GE(waited(loaded), 19.0);
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, data.size()) == data);
+  offload_rt_stats s = stats();
+  EXPECT_LT(s.d2h_ms + s.h2d_ms, 19.0);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), back, stream));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+  EXPECT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+}
+
 // Several threads, each with its own compute stream, keep a few buffers on
 // the host at a time and load them back in random order.
 TEST_F(Runtime, ManyConcurrentRoundTripsKeepTheirBytes) {
@@ -797,6 +833,10 @@ TEST(Options, EnvironmentSetsDefaults) {
   unsetenv("OFFLOAD_RT_POOL_BYTES");
   unsetenv("OFFLOAD_RT_POOL_GROWABLE");
   unsetenv("OFFLOAD_RT_MAX_IN_FLIGHT");
+  setenv("OFFLOAD_RT_COPY_DELAY_US", "1500", 1);
+  offload_rt_options_init(&opts);
+  EXPECT_EQ(opts.copy_delay_us, 1500.0);
+  unsetenv("OFFLOAD_RT_COPY_DELAY_US");
 }
 
 } // namespace
