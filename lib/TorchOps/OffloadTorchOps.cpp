@@ -227,12 +227,28 @@ Target targetFor(const c10::Device &device, const char *op) {
   return {ctx, state().simStream, kSim};
 }
 
+/// OFFLOAD_MLIR_SKIP_WAITS (testing only): a comma-separated list of the
+/// ops (offload_wait, load_wait, load) whose wait is dropped, so a stress run
+/// can show that it catches a missing wait. Read at every call.
+bool skipWait(const char *op) {
+  const char *v = std::getenv("OFFLOAD_MLIR_SKIP_WAITS");
+  if (!v || !*v)
+    return false;
+  std::string list = std::string(",") + v + ",";
+  return list.find(std::string(",") + op + ",") != std::string::npos;
+}
+
 /// Makes the compute stream wait for a copy. CUDA: device-side, the host
 /// does not block. Sim: the compute stream is the calling thread, so it
 /// blocks until the copy is done (timed as host-blocked time).
 void waitFor(const State::Pending &p, const char *op) {
   if (!p.token)
     return;
+  if (skipWait(op)) {
+    check(offload_rt_token_discard(p.ctx, p.token), op,
+          "offload_rt_token_discard");
+    return;
+  }
   State &s = state();
   if (p.device != kSim) {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(p.device));

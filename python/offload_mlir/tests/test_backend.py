@@ -262,6 +262,40 @@ def test_delayed_copies_and_poisoned_loads_stay_bit_identical(offload_mlir):
     assert "stress ok" in out.stdout
 
 
+_MISSING_WAIT = r"""
+import sys
+sys.path.insert(0, {pydir!r})
+sys.path.insert(0, {testdir!r})
+import torch, offload_mlir
+import test_backend as t
+base = t._train("mlp", "inductor", steps=1)
+res = t._train("mlp", offload_mlir.backend(min_bytes=0, plan="all"), steps=1)
+try:
+    t._assert_bit_identical(base, res)
+    print("identical")
+except AssertionError as e:
+    print("differs:", e)
+"""
+
+
+def test_stress_run_catches_a_missing_wait(offload_mlir):
+    # The control for the stress test above: with the loads' waits dropped
+    # (OFFLOAD_MLIR_SKIP_WAITS), consumers read the poison before the
+    # delayed copies land, and the same check must not pass. The MLP saves only
+    # floating-point values: poisoned integer indices (the LM's) would make
+    # a gather read out of bounds instead.
+    env = dict(os.environ, OFFLOAD_RT_SIM_LATENCY_US="2000", OFFLOAD_MLIR_POISON="1",
+               OFFLOAD_MLIR_SKIP_WAITS="load_wait")
+    code = _MISSING_WAIT.format(pydir=_PYTHON_DIR, testdir=_HERE)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=900)
+    # On the sim backend a late copy also writes into a destination that
+    # Inductor already freed, which corrupts the heap: a crash (killed by a
+    # signal) is the other way the missing wait shows.
+    crashed = out.returncode < 0
+    assert crashed or "differs:" in out.stdout, out.stdout[-2000:] + out.stderr[-4000:]
+
+
 def _copies_between_matmuls(target_of, nodes):
     """Each copy op as (name, number of matrix products before it)."""
     copies, k = [], 0

@@ -2,7 +2,7 @@
 # Runs the PyTorch bridge on the GPU machine, with the libraries built on the
 # development machine and staged into python/offload_mlir/_lib
 # (scripts/stage-python.sh; carry that folder). Writes logs and results to
-# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [smoke] [csan] [bench] [peers]
+# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [ops] [smoke] [csan] [stress] [bench] [peers]
 # `peers` runs python -m offload_mlir.bench (PEERS_CONFIG, PEERS_ROWS, PEERS_ARGS;
 # carry bench-deps/ from scripts/fetch-bench-deps.sh for its torchtune row).
 # `calibrate` writes $OUT/h100-calibrated.json (and its .details.json); a later
@@ -32,6 +32,22 @@ for stage in $stages; do
     csan)  BRIDGE_SANITIZE_AFTER_COMPILE=1 python3 $B $SMALL --configs aot_eager,offload-aot_eager \
              --steps 3 --warmup 1 --out "$OUT/bridge-csan" 2>&1 | tee "$OUT/csan.log"
            grep -c "CSAN detected" "$OUT/csan.log" | sed 's/^/CSAN reports: /' ;;
+    stress) # Every copy held on its stream (OFFLOAD_RT_COPY_DELAY_US) and every
+            # loaded buffer poisoned first: bit-identical gradients mean no
+            # consumer ran before its load's wait and no source was reused before
+            # its offload's wait. The controls drop those waits and must differ.
+           ( export OFFLOAD_MLIR_POISON=1 OFFLOAD_RT_COPY_DELAY_US=${STRESS_DELAY_US:-2000}
+             python3 $B $SMALL --configs inductor,hidden,all --steps 3 --warmup 1 \
+               --out "$OUT/stress-small" 2>&1 | tee "$OUT/stress.log"
+             for w in load_wait offload_wait; do
+               OFFLOAD_MLIR_SKIP_WAITS=$w python3 $B $SMALL --configs inductor,all --steps 3 \
+                 --warmup 1 --out "$OUT/stress-small-skip-$w" 2>&1 | tee -a "$OUT/stress.log"
+             done
+             # Llama-3-8B-shaped layers: copies of 64-224 MiB, Inductor's real reuse.
+             OFFLOAD_RT_COPY_DELAY_US=${STRESS_LARGE_DELAY_US:-10000} python3 $B \
+               --layers 2 --configs inductor,hidden,all --steps 3 --warmup 1 \
+               --out "$OUT/stress-2layers" 2>&1 | tee -a "$OUT/stress.log" )
+           grep -E "vs inductor" "$OUT/stress.log" ;;
     bench) [ "${BENCH_DUMP:-0}" = 1 ] && export OFFLOAD_MLIR_DUMP_DIR="$OUT/ir"
            python3 $B --configs "${BENCH_CONFIGS:-inductor,hidden,all,budget=0.75}" \
              --layers "${BENCH_LAYERS:-2}" --out "$OUT/bridge-h100" 2>&1 | tee "$OUT/bench.log" ;;
