@@ -63,6 +63,9 @@ struct Prediction {
   int64_t peakBefore = 0, peakAfter = 0;
   double stepBefore = 0, stepAfter = 0, exposedAfter = 0;
   double interferenceAfter = 0;
+  /// The forward's compute alone (no stalls): what a profile of the step
+  /// shows as the time to its first backward kernel.
+  double forwardSeconds = 0;
   int64_t d2hBytes = 0, h2dBytes = 0;
 };
 
@@ -199,6 +202,7 @@ static Prediction predict(const StepModel &model, const SimulationResult &before
   prediction.interferenceAfter = after.interferenceSeconds;
   prediction.d2hBytes = after.d2hBytes;
   prediction.h2dBytes = after.h2dBytes;
+  prediction.forwardSeconds = model.getComputeStart(model.getNumForwardOps());
   return prediction;
 }
 
@@ -317,7 +321,8 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
              {"step_seconds_after", report.prediction.stepAfter},
              {"exposed_seconds_after", report.prediction.exposedAfter},
              {"interference_seconds_after",
-              report.prediction.interferenceAfter}}}});
+              report.prediction.interferenceAfter},
+             {"forward_seconds", report.prediction.forwardSeconds}}}});
   }
   os << llvm::formatv("{0:2}",
                       llvm::json::Value(llvm::json::Object{

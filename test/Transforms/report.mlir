@@ -39,6 +39,7 @@
 // JSON-NEXT:       "d2h_bytes": 65536,
 // JSON-NEXT:       "device": "h100-pcie5",
 // JSON-NEXT:       "exposed_seconds_after": {{[0-9.e-]+}},
+// JSON-NEXT:       "forward_seconds": {{[0-9.e-]+}},
 // JSON-NEXT:       "h2d_bytes": 65536,
 // JSON-NEXT:       "interference_seconds_after": 0,
 // JSON-NEXT:       "peak_bytes_after": {{[0-9]+}},
