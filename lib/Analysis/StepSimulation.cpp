@@ -593,6 +593,51 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
     // effects commute with it.
     copy.waitPos = std::max(pos, getOffloadWaitFloor());
   }
+  if (execution.release == ExecutionModel::Release::AtWait)
+    sinkOffloadWaits(plan, offloads);
+}
+
+void StepModel::sinkOffloadWaits(CopyPlan &plan,
+                                 ArrayRef<unsigned> offloads) const {
+  // A wait at the predicted end of its copy stalls forward as soon as the
+  // compute runs a little faster than predicted, or the link a little slower
+  // (on the H100, waits placed so stalled 0.7 and 1.0 ms mid-forward). Held
+  // later, it costs only memory: each wait goes down as far as the bytes it
+  // keeps live leave the plan's predicted peak where it was. Later offloads
+  // first: the D2H queue behind them is longer.
+  SmallVector<int64_t> liveAt;
+  SimulationResult before = simulate(plan, &liveAt);
+  SmallVector<unsigned> pending;
+  for (unsigned index : offloads)
+    if (plan.copies[index].waitPos < numForwardOps)
+      pending.push_back(index);
+  if (pending.empty())
+    return;
+  llvm::stable_sort(pending, [&](unsigned a, unsigned b) {
+    return plan.copies[a].waitPos > plan.copies[b].waitPos;
+  });
+  SmallVector<unsigned> placed;
+  for (unsigned index : pending) {
+    PlannedCopy &copy = plan.copies[index];
+    placed.push_back(copy.waitPos);
+    // The latest position, not another wait (as placed above), with room
+    // at every position between.
+    unsigned pos = copy.waitPos;
+    for (unsigned next = pos; next < numForwardOps &&
+                              liveAt[next] + copy.bytes <= before.peakBytes;) {
+      ++next;
+      if (next == numForwardOps || !isa<WaitOp>(ops[next].op))
+        pos = next;
+    }
+    for (unsigned p = copy.waitPos; p < pos; ++p)
+      liveAt[p] += copy.bytes;
+    copy.waitPos = pos;
+  }
+  // liveAt is per position and the releases move to later times, so the
+  // bound is checked once more on the whole plan.
+  if (simulate(plan).peakBytes > before.peakBytes)
+    for (auto [index, waitPos] : llvm::zip_equal(pending, placed))
+      plan.copies[index].waitPos = waitPos;
 }
 
 bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,

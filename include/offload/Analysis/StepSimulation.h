@@ -140,7 +140,8 @@ public:
   /// first forward op (not a wait) predicted, on the compute stream alone,
   /// to start once the copy has ended, or the end of forward if none does;
   /// never above an op a wait may not cross (getOffloadWaitFloor).
-  /// Forward then never stalls on an offload before its end.
+  /// Forward then never stalls on an offload before its end. With
+  /// release=at-wait each wait then goes down further (sinkOffloadWaits).
   void placeOffloadWaits(CopyPlan &plan) const;
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
@@ -222,6 +223,13 @@ public:
 
 private:
   StepModel() = default;
+
+  /// With release=at-wait: moves the wait of each of `offloads` (indices
+  /// into `plan`, waited in forward) down from its release point, latest
+  /// first, as far as the bytes it keeps live leave the plan's predicted
+  /// peak unchanged, never onto another wait, at most to the end of
+  /// forward. Slack against a forward that runs faster than predicted.
+  void sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads) const;
 
   /// simulate(), and with `liveAt`, per op position (and the end of the step,
   /// numOps), the most device bytes live from the copies issued and waited
