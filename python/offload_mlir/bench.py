@@ -410,13 +410,15 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
     placing them against the planner's timeline)."""
     with open(path) as f:
         events = json.load(f).get("traceEvents", [])
-    kernels, copies = [], []
+    kernels, copies, host = [], [], []
     d2h = h2d = 0
     for e in events:
         if e.get("ph") != "X":
             continue
         cat, name = e.get("cat", ""), e.get("name", "")
         start, dur = float(e.get("ts", 0)), float(e.get("dur", 0))
+        if cat in ("cpu_op", "cuda_runtime", "python_function", "user_annotation"):
+            host.append((start, start + dur, name))
         if cat == "kernel":
             kernels.append((start, start + dur, name))
         elif cat == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
@@ -445,7 +447,29 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
                  "end_ms": round((b - t0) * 1e-3, 3),
                  "exposed_ms": round(_uncovered_length([(a, b)], cover) * 1e-3, 4)}
                 for a, b, d, n in sorted(copies)]
+    # The device idle with no copy under it either: the host was behind.
+    # Each gap with the host ops running when it ended (whose launch ended
+    # it), innermost first, for a slower step whose kernels are not.
+    gpu = spans + cover
+    gpu_end = max([b for _, b in gpu], default=t0)
+    host_gaps = []
+    for a, b in _uncovered_intervals([(t0, gpu_end)], gpu):
+        if b - a < 20:
+            continue
+        running = sorted((y - x, n) for x, y, n in host if x <= b <= y)
+        names = list(dict.fromkeys(n[:80] for _, n in running))
+        host_gaps.append({"at_ms": round((a - t0) * 1e-3, 3), "ms": round((b - a) * 1e-3, 3),
+                          "host_ops": names[:6]})
+    host_gaps.sort(key=lambda g: -g["ms"])
+    host_start = min([a for a, _, _ in host], default=t0)
+    host_end = max([b for _, b, _ in host], default=gpu_end)
     return {"d2h_bytes": d2h, "h2d_bytes": h2d,
+            # The host's part of the step outside the device's: before its
+            # first kernel or copy, and after its last one.
+            "host_before_ms": max(0.0, t0 - host_start) * 1e-3,
+            "host_after_ms": max(0.0, host_end - gpu_end) * 1e-3,
+            "device_idle_ms": _uncovered_length([(t0, gpu_end)], gpu) * 1e-3,
+            "device_idle_worst": host_gaps[:worst],
             "copy_seconds": _union_length(spans) * 1e-6,
             "exposed_copy_seconds": _uncovered_length(spans, cover) * 1e-6,
             "step_trace_ms": (max([b for _, b in spans + cover], default=t0) - t0) * 1e-3,

@@ -130,6 +130,11 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
          "ts": 30, "dur": 2, "args": {"bytes": 1 << 20}},
         {"ph": "X", "cat": "kernel", "name": "add", "ts": 18, "dur": 20},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 50},
+        # The device then waits 22 us for the host's next launch.
+        {"ph": "X", "cat": "cpu_op", "name": "offload::load_start", "ts": 52, "dur": 10},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 59, "dur": 2},
+        {"ph": "X", "cat": "kernel", "name": "sum", "ts": 60, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "step", "ts": -4, "dur": 70},
     ]
     path = tmp_path / "trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
@@ -137,7 +142,13 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
     assert (t["d2h_bytes"], t["h2d_bytes"]) == (2 << 20, 1 << 20)
     assert t["copy_seconds"] == pytest.approx(22e-6)
     assert t["exposed_copy_seconds"] == pytest.approx(8e-6)
-    assert t["kernel_busy_ms"] == pytest.approx(0.030)
+    assert t["kernel_busy_ms"] == pytest.approx(0.035)
+    # Device idle with no copy under it: the host was behind, in load_start.
+    assert t["device_idle_ms"] == pytest.approx(0.022)
+    assert t["device_idle_worst"] == [{"at_ms": 0.038, "ms": 0.022, "host_ops": [
+        "cudaLaunchKernel", "offload::load_start", "step"]}]
+    assert t["host_before_ms"] == pytest.approx(0.004)
+    assert t["host_after_ms"] == pytest.approx(0.001)
     assert t["worst_exposed"] == [{"at_ms": pytest.approx(0.01), "ms": pytest.approx(0.008),
                                    "copies": ["D2H 2 MiB"], "next_kernel": "add"}]
     # Per copy, in issue order, with its own exposed part.
