@@ -577,11 +577,13 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
            std::make_pair(y.issuePos, y.sequence);
   });
   double streamFree = 0;
+  SmallVector<double> ends;
   for (unsigned index : offloads) {
     PlannedCopy &copy = plan.copies[index];
     double end = std::max(startTimes[copy.issuePos], streamFree) +
                  profileLatency + double(copy.bytes) / d2hBandwidth;
     streamFree = end;
+    ends.push_back(end);
     // The first forward op after the issue starting at or after `end`
     // (start times only grow), then the first of those not a wait.
     unsigned pos = std::lower_bound(startTimes.begin() + copy.issuePos + 1,
@@ -594,23 +596,35 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
     copy.waitPos = std::max(pos, getOffloadWaitFloor());
   }
   if (execution.release == ExecutionModel::Release::AtWait)
-    sinkOffloadWaits(plan, offloads);
+    sinkOffloadWaits(plan, offloads, ends);
 }
 
-void StepModel::sinkOffloadWaits(CopyPlan &plan,
-                                 ArrayRef<unsigned> offloads) const {
+void StepModel::sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads,
+                                 ArrayRef<double> ends) const {
   // A wait at the predicted end of its copy stalls forward as soon as the
   // compute runs a little faster than predicted, or the link a little slower
-  // (on the H100, waits placed so stalled 0.7 and 1.0 ms mid-forward). Held
-  // later, it costs only memory: each wait goes down as far as the bytes it
-  // keeps live leave the plan's predicted peak where it was. Later offloads
-  // first: the D2H queue behind them is longer.
+  // (on the H100, waits placed so stalled 0.7 and 1.0 ms mid-forward, 2.5%
+  // and 3.6% of the time elapsed, where the model's forward was 2.5% long).
+  // Held later, it costs only memory: each wait goes down to the first op
+  // predicted to start kWaitSlack later than its copy's end counted from the
+  // start of the step, and only as far as the bytes it keeps live leave the
+  // plan's predicted peak where it was. Later offloads first: the D2H queue
+  // behind them is longer.
+  constexpr double kWaitSlack = 0.05;
   SmallVector<int64_t> liveAt;
   SimulationResult before = simulate(plan, &liveAt);
   SmallVector<unsigned> pending;
-  for (unsigned index : offloads)
-    if (plan.copies[index].waitPos < numForwardOps)
-      pending.push_back(index);
+  DenseMap<unsigned, unsigned> targetOf;
+  for (auto [index, end] : llvm::zip_equal(offloads, ends)) {
+    if (plan.copies[index].waitPos >= numForwardOps)
+      continue;
+    pending.push_back(index);
+    targetOf[index] =
+        std::lower_bound(startTimes.begin(),
+                         startTimes.begin() + numForwardOps,
+                         end * (1 + kWaitSlack)) -
+        startTimes.begin();
+  }
   if (pending.empty())
     return;
   llvm::stable_sort(pending, [&](unsigned a, unsigned b) {
@@ -621,10 +635,13 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan,
     PlannedCopy &copy = plan.copies[index];
     placed.push_back(copy.waitPos);
     // The latest position, not another wait (as placed above), with room
-    // at every position between.
+    // at every position between. The wait's own position already counts
+    // the source as it starts (the release comes before the op's results).
     unsigned pos = copy.waitPos;
-    for (unsigned next = pos; next < numForwardOps &&
-                              liveAt[next] + copy.bytes <= before.peakBytes;) {
+    for (unsigned next = pos;
+         next < targetOf[index] &&
+         liveAt[next] + (next == copy.waitPos ? 0 : copy.bytes) <=
+             before.peakBytes;) {
       ++next;
       if (next == numForwardOps || !isa<WaitOp>(ops[next].op))
         pos = next;

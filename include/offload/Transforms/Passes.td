@@ -170,10 +170,11 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     in stream order (a framework's caching allocator, whose buffers the
     compiled graph may reuse right after their last use) keep the source
     alive until this wait and release it there. With `release=at-wait`
-    each wait then goes further down, latest first, as far as the bytes it
-    keeps live leave the predicted peak unchanged: slack for a forward that
-    runs faster than predicted, paid for with memory only where the peak
-    is not.
+    each wait then goes further down, latest first, toward the first op
+    predicted to start 5% later than the copy's end (counted from the start
+    of the step), as far as the bytes it keeps live leave the predicted peak
+    unchanged: slack for a forward that runs faster than predicted, paid for
+    with memory only where the peak is not.
   }];
   let options = !listconcat(CostModelOptions, [
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
