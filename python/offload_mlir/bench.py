@@ -3,6 +3,7 @@ training a model whose activations do not fit, side by side in one run.
 
     python -m offload_mlir.bench --config bf16x8 --out docs/benchmarks/peers-bf16x8
     python -m offload_mlir.bench --config fp32x9 --rows compile,offload-mlir
+    python -m offload_mlir.bench --rows compile,offload-mlir --repeat 3 --no-profile
     python -m offload_mlir.bench --plot-from docs/benchmarks/peers-bf16x8.json
     python -m offload_mlir.bench --merge a.json b.json --out docs/benchmarks/peers-bf16x8
 
@@ -45,6 +46,11 @@ median step time after `--warmup` steps, peak allocated GPU memory
 moved each way and the exposed copy time, both from a torch.profiler trace of
 one more step (copy time during which no kernel ran), and for offload-mlir
 rows the planner's predicted step time and peak.
+
+A ratio from one pair of processes moves by a few percent between runs on
+the H100 (three pairs in a row: 1.024x, 1.041x, 1.034x). `--repeat N` runs
+the whole row list N times in turn, each round compared within itself, and
+the table adds each row's ratio to its baseline per round: median, min, max.
 
 Writes `<out>.json` (every figure, rewritten after each row so a cut-off run
 keeps what finished), `<out>.md` (the table) and `<out>.png` (peak memory
@@ -754,9 +760,22 @@ def _moved(r: dict) -> tuple[float, float]:
     return (t.get("d2h_bytes", rt.get("d2h_bytes", 0)), t.get("h2d_bytes", rt.get("h2d_bytes", 0)))
 
 
+def ratio_spread(results: list[dict]) -> dict[str, list[float]]:
+    """Per row, its step-time ratio to its baseline in each run (round) that
+    has both: what one process-to-process comparison is worth."""
+    out: dict[str, list[float]] = {}
+    for r in results:
+        if "error" in r:
+            continue
+        base, same_run = baseline_of(results, r)
+        if base is not None and base is not r and same_run:
+            out.setdefault(r["row"], []).append(r["step_s_median"] / base["step_s_median"])
+    return out
+
+
 def table(doc: dict) -> str:
     results = doc["results"]
-    merged = "merged_from" in doc
+    merged = "merged_from" in doc or doc.get("repeat", 1) > 1
 
     lines = [
         "| row | step (median) | vs baseline | peak allocated | vs baseline | pinned host | "
@@ -814,6 +833,13 @@ def table(doc: dict) -> str:
             f"{doc.get('device_name', a['device'])}, torch {doc.get('torch', '')}\n\n")
     foot = ("\n\\* against the baseline of another run (same machine kind, another "
             "process).\n" if other_run else "")
+    spread = {row: v for row, v in ratio_spread(results).items() if len(v) > 1}
+    if spread:
+        foot += ("\nStep time against the baseline, per run (each its own processes):\n\n"
+                 "| row | runs | median | min | max |\n| --- | --- | --- | --- | --- |\n")
+        for row, v in spread.items():
+            foot += (f"| {row} | {len(v)} | {statistics.median(v):.3f}x | {min(v):.3f}x | "
+                     f"{max(v):.3f}x |\n")
     return head + "\n".join(lines) + "\n" + foot
 
 
@@ -907,6 +933,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-profile", action="store_true",
                    help="skip the profiled step (no copy bytes or exposed copy time)")
     p.add_argument("--row-timeout-s", type=float, default=600)
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the rows N times, in turn (each round a run of its own, "
+                        "compared within itself): a ratio's spread across processes")
     p.add_argument("--out", default=None, help="path prefix for .json, .md and .png")
     p.add_argument("--plot-from", default=None, metavar="JSON",
                    help="only draw the PNG (next to JSON) from an earlier run")
@@ -970,11 +999,17 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env.get("PYTHONPATH", "")])
-    for row in rows:
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    doc["repeat"] = args.repeat
+    # Rounds in turn rather than each row N times in a row: drift over the
+    # run (clocks, temperature) then falls on every row alike.
+    for round_, row in ((i, row) for i in range(1, args.repeat + 1) for row in rows):
         t0 = time.perf_counter()
         if row.needs_cuda and args.device != "cuda":
-            doc["results"].append({"row": row.name, "error": True, "status": "skipped",
-                                   "reason": "needs a CUDA device"})
+            if round_ == 1:
+                doc["results"].append({"row": row.name, "error": True, "status": "skipped",
+                                       "reason": "needs a CUDA device"})
             continue
         cmd = [sys.executable, "-m", "offload_mlir.bench", *clean, "--row", row.name]
         try:
@@ -995,6 +1030,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         r = json.loads(line[0][len("RESULT "):])
         r["process_s"] = time.perf_counter() - t0
+        if args.repeat > 1:
+            r["run"] = round_
         r["warnings"] = [l for l in stderr.splitlines()
                          if "offload_mlir" in l or "Warning" in l][:10]
         doc["results"].append(r)

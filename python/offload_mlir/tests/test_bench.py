@@ -174,3 +174,25 @@ def test_predicted_copies_in_forward_order():
          "load_start": 'aten.mm.default "mm_9"', "load_before": 'aten.mul.Tensor "mul_6"'},
         {"mib": 2.0, "exposed_ms": 0.5, "offload_after": 'aten.mm.default "mm_1"',
          "load_start": 'aten.mm.default "mm_7"', "load_before": 'aten.mul.Tensor "mul_4"'}]
+
+
+def test_repeated_rows_give_the_ratio_per_run_and_its_spread():
+    # --repeat runs the rows in turn, each round a run of its own: a row is
+    # compared with the baseline of its own round, and the table gives the
+    # spread of those ratios.
+    def row(name, run, ms):
+        return {"row": name, "baseline": "compile", "run": run, "step_s_median": ms / 1e3,
+                "peak_allocated_bytes": 1 << 30}
+    results = [row("compile", 1, 100.0), row("offload-mlir", 1, 102.0),
+               row("compile", 2, 104.0), row("offload-mlir", 2, 104.0),
+               row("compile", 3, 100.0), row("offload-mlir", 3, 103.0)]
+    spread = bench.ratio_spread(results)
+    assert list(spread) == ["offload-mlir"]
+    assert spread["offload-mlir"] == pytest.approx([1.02, 1.0, 1.03])
+    doc = {"args": {"config": "tiny", "layers": 3, "dtype": "f32", "batch": 2, "seq": 32,
+                    "optimizer": "none", "deterministic": True, "device": "cpu"},
+           "repeat": 3, "results": results}
+    text = bench.table(doc)
+    assert "| offload-mlir | 3 | 1.020x | 1.000x | 1.030x |" in text
+    # Each row against its own round's baseline, with the round shown.
+    assert "| offload-mlir | 104.0 ms | 1.000x |" in text and text.count(" 2 |") >= 2
