@@ -954,7 +954,11 @@ def main(argv: list[str] | None = None) -> int:
                 docs.append(json.load(f))
         doc = dict(docs[0], results=[], merged_from=[os.path.basename(x) for x in args.merge])
         for run, d in enumerate(docs, 1):
-            doc["results"].extend(dict(r, run=run) for r in d["results"])
+            # The rounds of a --repeat run stay apart: run 4.2 is round 2 of
+            # the fourth file.
+            doc["results"].extend(
+                dict(r, run=f"{run}.{r['run']}" if d.get("repeat", 1) > 1 and "run" in r
+                     else run) for r in d["results"])
         for r in doc["results"]:
             # Runs from before rows named their gradient baseline.
             try:

@@ -196,3 +196,28 @@ def test_repeated_rows_give_the_ratio_per_run_and_its_spread():
     assert "| offload-mlir | 3 | 1.020x | 1.000x | 1.030x |" in text
     # Each row against its own round's baseline, with the round shown.
     assert "| offload-mlir | 104.0 ms | 1.000x |" in text and text.count(" 2 |") >= 2
+
+
+def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
+    def row(name, run, ms):
+        r = {"row": name, "baseline": "compile", "step_s_median": ms / 1e3,
+             "peak_allocated_bytes": 1 << 30, "losses": [1.0], "grad_checksums": {"w": 7},
+             "family": name, "compiled": True}
+        return dict(r, run=run) if run else r
+    args = {"config": "tiny", "layers": 3, "dtype": "f32", "batch": 2, "seq": 32,
+            "optimizer": "none", "deterministic": True, "device": "cpu"}
+    single = {"args": args, "results": [row("compile", None, 100.0),
+                                        row("offload-mlir", None, 101.0)]}
+    repeated = {"args": args, "repeat": 2, "results": [
+        row("compile", 1, 100.0), row("offload-mlir", 1, 102.0),
+        row("compile", 2, 110.0), row("offload-mlir", 2, 110.0)]}
+    paths = []
+    for i, d in enumerate((single, repeated)):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(d))
+    out = tmp_path / "merged"
+    bench.main(["--merge", *map(str, paths), "--out", str(out)])
+    merged = json.loads(out.with_suffix(".json").read_text())
+    assert [r["run"] for r in merged["results"]] == [1, 1, "2.1", "2.1", "2.2", "2.2"]
+    assert bench.ratio_spread(merged["results"])["offload-mlir"] == pytest.approx(
+        [1.01, 1.02, 1.0])
