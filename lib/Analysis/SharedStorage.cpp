@@ -1,0 +1,188 @@
+//===- SharedStorage.cpp - Saved values that move as one copy -------------===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Analysis/SharedStorage.h"
+#include "offload/Analysis/SavedActivations.h"
+#include "offload/Analysis/Views.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+/// Whether `op`, a view, can be cloned into backward with only its view
+/// source replaced: no regions, no effects, one result, and every other
+/// operand a constant (cloned along).
+static bool isReappliableView(Operation *op, Value source) {
+  if (op->getNumRegions() != 0 || op->getNumResults() != 1 ||
+      !isMemoryEffectFree(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    return operand == source || matchPattern(operand, m_Constant());
+  });
+}
+
+Value mlir::offload::getSharedCopySource(Value value, Block &forwardBody) {
+  // Up through re-appliable views.
+  Value source = value;
+  while (auto result = dyn_cast<OpResult>(source)) {
+    Value viewed = getViewSource(result.getOwner());
+    if (!viewed || !isReappliableView(result.getOwner(), viewed))
+      break;
+    source = viewed;
+  }
+  auto result = dyn_cast<OpResult>(source);
+  if (!result || result.getOwner()->getBlock() != &forwardBody)
+    return nullptr;
+  auto type = dyn_cast<RankedTensorType>(source.getType());
+  if (!type || !type.hasStaticShape() || isHostTensorType(type) ||
+      !getTensorSizeInBytes(type))
+    return nullptr;
+  // It owns the whole storage if only in-place writes (which return their
+  // operand's type) lead from it to the root; a view on the way (the source
+  // is an in-place result of a view) means it owns only part of it.
+  Value owner = source;
+  while (auto ownerResult = dyn_cast<OpResult>(owner)) {
+    if (getViewSource(ownerResult.getOwner()))
+      return nullptr;
+    Value written = getInPlaceSource(ownerResult);
+    if (!written)
+      break;
+    owner = written;
+  }
+  if (owner != getStorageRoot(source))
+    return nullptr;
+  return source;
+}
+
+SmallVector<Operation *> mlir::offload::getViewChain(Value source,
+                                                     Value value) {
+  SmallVector<Operation *> chain;
+  for (Value current = value; current != source;) {
+    Operation *op = current.getDefiningOp();
+    assert(op && getViewSource(op) && "not a view of the source");
+    chain.push_back(op);
+    current = getViewSource(op);
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+bool mlir::offload::shouldShareCopy(Value source, ArrayRef<Value> members) {
+  if (members.size() < 2)
+    return false;
+  std::optional<int64_t> sourceBytes =
+      getTensorSizeInBytes(source.getType());
+  if (!sourceBytes)
+    return false;
+  int64_t memberBytes = 0;
+  llvm::SmallPtrSet<void *, 8> seen;
+  for (Value member : members) {
+    if (!seen.insert(member.getAsOpaquePointer()).second)
+      continue;
+    std::optional<int64_t> bytes = getTensorSizeInBytes(member.getType());
+    if (!bytes)
+      return false;
+    memberBytes += *bytes;
+  }
+  return *sourceBytes <= memberBytes;
+}
+
+/// Whether every use of `function`'s symbol in its parent is a call, but for
+/// the training-step attributes of `forward`.
+static bool onlyCalled(FunctionOpInterface function, Operation *forward,
+                       SmallVectorImpl<CallOpInterface> &calls) {
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(function, function->getParentOp());
+  if (!uses)
+    return false;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    if (use.getUser() == forward &&
+        use.getSymbolRef() ==
+            forward->getAttr(OffloadDialect::kBackwardAttrName))
+      continue;
+    auto call = dyn_cast<CallOpInterface>(use.getUser());
+    if (!call)
+      return false;
+    calls.push_back(call);
+  }
+  return true;
+}
+
+bool mlir::offload::canShrinkSavedInterface(const TrainingStep &step) {
+  FunctionOpInterface forward = step.getForward();
+  FunctionOpInterface backward = step.getBackward();
+  SmallVector<CallOpInterface> forwardCalls, backwardCalls;
+  if (!onlyCalled(forward, forward, forwardCalls) ||
+      !onlyCalled(backward, forward, backwardCalls))
+    return false;
+  auto callsBackward = [&](Operation *op) {
+    auto call = dyn_cast<CallOpInterface>(op);
+    if (!call)
+      return false;
+    auto callee =
+        llvm::dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
+    return callee && callee.getLeafReference() == backward.getNameAttr();
+  };
+  unsigned numOutputs = step.getNumOutputs();
+  for (CallOpInterface call : forwardCalls) {
+    if (call->getNumResults() != forward.getNumResults())
+      return false;
+    for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
+      for (OpOperand &use : call->getResult(numOutputs + i).getUses()) {
+        if (!callsBackward(use.getOwner()))
+          return false;
+        auto backwardCall = cast<CallOpInterface>(use.getOwner());
+        // It must be the backward argument of the same saved index.
+        OperandRange args = backwardCall.getArgOperands();
+        if (args.empty() || use.getOperandNumber() <
+                                args.getBeginOperandIndex() ||
+            use.getOperandNumber() - args.getBeginOperandIndex() != i)
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+SmallVector<SharedStorageCopy>
+mlir::offload::findSharedStorageCopies(const TrainingStep &step,
+                                       ArrayRef<unsigned> offloaded) {
+  SmallVector<SharedStorageCopy> copies;
+  if (offloaded.size() < 2 || !canShrinkSavedInterface(step))
+    return copies;
+  Block &body = step.getForward().getFunctionBody().front();
+  llvm::MapVector<Value, SmallVector<unsigned>> bySource;
+  SmallVector<unsigned> sorted(offloaded);
+  llvm::sort(sorted);
+  sorted.erase(llvm::unique(sorted), sorted.end());
+  for (unsigned i : sorted)
+    if (Value source = getSharedCopySource(step.getSavedValue(i), body))
+      bySource[source].push_back(i);
+  for (auto &[source, members] : bySource) {
+    SmallVector<Value> values = llvm::map_to_vector(
+        members, [&](unsigned i) { return step.getSavedValue(i); });
+    if (!shouldShareCopy(source, values))
+      continue;
+    SharedStorageCopy copy{source, members, members.front(),
+                           *getTensorSizeInBytes(source.getType())};
+    for (unsigned i : members)
+      if (step.getSavedValue(i) == source) {
+        copy.leader = i;
+        break;
+      }
+    copies.push_back(std::move(copy));
+  }
+  llvm::sort(copies, [](const SharedStorageCopy &a, const SharedStorageCopy &b) {
+    return a.members.front() < b.members.front();
+  });
+  return copies;
+}
