@@ -7,10 +7,12 @@
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Effects.h"
 #include "offload/Analysis/SavedActivations.h"
+#include "offload/Analysis/SharedStorage.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallSet.h"
 
 #include <algorithm>
@@ -313,6 +315,8 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
       model.buffers[*ref].holdPos =
           std::max(model.buffers[*ref].holdPos, lastForward);
   SmallVector<int> offloadOfLink(numSaved, -1);
+  // Where the saved values may share copies, planFor() predicts them so.
+  bool shrinkable = canShrinkSavedInterface(step);
   for (unsigned i = 0; i < numSaved; ++i) {
     Value saved = step.getSavedValue(i);
     StepModel::Link &link = model.links[i];
@@ -340,6 +344,8 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
       link.value = source;
     } else if (isHostTensorType(saved.getType())) {
       link.buffer = -1;
+    } else if (link.buffer >= 0 && shrinkable) {
+      link.copySource = getSharedCopySource(saved, forward);
     }
   }
 
@@ -487,11 +493,63 @@ SmallVector<std::pair<int, int>> StepModel::getLiveRangesWithoutOffload() const 
   return ranges;
 }
 
-std::optional<unsigned> StepModel::getPlannedLoadWait(unsigned l) const {
-  const Link &link = links[l];
-  if (link.buffer < 0 || buffers[link.buffer].persistent || link.firstUse < 0)
-    return std::nullopt;
-  return unsigned(link.firstUse);
+SmallVector<StepModel::CopyGroup>
+StepModel::groupForCopies(ArrayRef<unsigned> chosen) const {
+  SmallVector<CopyGroup> groups;
+  // Links with a shared copy source, by source (in order of first link).
+  llvm::MapVector<Value, SmallVector<unsigned>> bySource;
+  for (unsigned l : chosen)
+    if (links[l].copySource)
+      bySource[links[l].copySource].push_back(l);
+  llvm::DenseSet<unsigned> shared;
+  for (auto &[source, members] : bySource) {
+    SmallVector<Value> values = llvm::map_to_vector(
+        members, [&](unsigned l) { return links[l].value; });
+    if (!shouldShareCopy(source, values))
+      continue;
+    CopyGroup group{members, members.front(),
+                    getTensorSizeInBytes(source.getType()).value_or(0)};
+    group.value = source;
+    for (unsigned l : members) {
+      const Link &link = links[l];
+      if (link.value == source && group.leader == members.front())
+        group.leader = l;
+      if (link.firstUse >= 0 &&
+          (group.firstUse < 0 || link.firstUse < group.firstUse))
+        group.firstUse = link.firstUse;
+      group.lastUse = std::max(group.lastUse, link.lastUse);
+      shared.insert(l);
+    }
+    groups.push_back(std::move(group));
+  }
+  for (unsigned l : chosen) {
+    if (shared.contains(l))
+      continue;
+    const Link &link = links[l];
+    CopyGroup group{{l}, l, link.bytes, link.firstUse, link.lastUse};
+    group.value = link.value;
+    groups.push_back(std::move(group));
+  }
+  llvm::stable_sort(groups, [](const CopyGroup &a, const CopyGroup &b) {
+    return a.leader < b.leader;
+  });
+  return groups;
+}
+
+SmallVector<StepModel::PlannedLoad>
+StepModel::getPlannedLoads(ArrayRef<unsigned> chosen) const {
+  SmallVector<unsigned> sorted(chosen);
+  llvm::sort(sorted);
+  sorted.erase(llvm::unique(sorted), sorted.end());
+  SmallVector<PlannedLoad> loads;
+  for (const CopyGroup &group : groupForCopies(sorted)) {
+    const Link &link = links[group.leader];
+    if (link.buffer < 0 || buffers[link.buffer].persistent ||
+        group.firstUse < 0)
+      continue;
+    loads.push_back({unsigned(group.firstUse), group.bytes});
+  }
+  return loads;
 }
 
 std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l) const {
@@ -514,18 +572,21 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
   // place the copies: an offload goes right after the last use of its
   // storage, so before the offloads of other storages placed there earlier
   // and after those of its own storage (they use it); loads before the same
-  // op keep the saved order.
+  // op keep the saved order. Saved links sharing one copy (SharedStorage.h)
+  // move as one offload and one load, in their leader's place.
   llvm::DenseMap<unsigned, SmallVector<unsigned>> offloadsAt;
   SmallVector<unsigned> sorted(chosen);
   llvm::sort(sorted);
   sorted.erase(llvm::unique(sorted), sorted.end());
-  for (unsigned l : sorted) {
+  for (const CopyGroup &group : groupForCopies(sorted)) {
+    unsigned l = group.leader;
     const Link &link = links[l];
     if (link.buffer < 0 || buffers[link.buffer].persistent)
       continue;
-    plan.offloaded[l] = true;
+    for (unsigned member : group.links)
+      plan.offloaded[member] = true;
     auto [it, inserted] =
-        offloadOfValue.try_emplace(link.value, plan.copies.size());
+        offloadOfValue.try_emplace(group.value, plan.copies.size());
     if (inserted) {
       // Right after the last forward use of the storage (views included).
       int last = int(*getPlannedOffloadIssue(l)) - 1;
@@ -536,14 +597,15 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
       row.insert(sameStorage == row.rend() ? row.begin() : sameStorage.base(),
                  plan.copies.size());
       plan.copies.push_back({PlannedCopy::Kind::Offload, unsigned(link.buffer),
-                             link.bytes, unsigned(last + 1),
+                             group.bytes, unsigned(last + 1),
                              /*waitPos=*/unsigned(last + 1)});
     }
-    if (link.firstUse < 0)
+    if (group.firstUse < 0)
       continue;
-    plan.loadOf[l] = plan.copies.size();
-    plan.copies.push_back({PlannedCopy::Kind::Load, l, link.bytes,
-                           unsigned(link.firstUse), unsigned(link.firstUse),
+    for (unsigned member : group.links)
+      plan.loadOf[member] = plan.copies.size();
+    plan.copies.push_back({PlannedCopy::Kind::Load, l, group.bytes,
+                           unsigned(group.firstUse), unsigned(group.firstUse),
                            int(it->second)});
     plan.copies.back().sequence = plan.copies.size();
   }
@@ -1037,6 +1099,13 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     }
     events.push_back({free, order, -buffer.bytes, int(id), slot});
   }
+  // A load's destination lives until the last read of any link it carries
+  // (several, for a shared copy).
+  SmallVector<int> lastRead(plan.copies.size(), -1);
+  for (auto [l, link] : llvm::enumerate(links))
+    if (plan.loadOf[l] >= 0)
+      lastRead[plan.loadOf[l]] =
+          std::max(lastRead[plan.loadOf[l]], link.lastUse);
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind != PlannedCopy::Kind::Load || copy.bytes == 0)
       continue;
@@ -1045,7 +1114,7 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     // compute stream waits there (for it, if it is also waited there).
     events.push_back({issueStart[issue], 2 * int64_t(issue) - 1, copy.bytes,
                       -int(index) - 1, issue});
-    unsigned last = std::max<int>(links[copy.target].lastUse, copy.waitPos);
+    unsigned last = std::max<int>(lastRead[index], copy.waitPos);
     last = std::min(last, numOps);
     events.push_back({opEnd[last], 2 * int64_t(last) + 1, -copy.bytes,
                       -int(index) - 1, last});

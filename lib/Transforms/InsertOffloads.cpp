@@ -8,15 +8,22 @@
 // host copy made by one `offload.offload_to_cpu` placed right after the last
 // forward use of the value or of a view sharing its storage; the matching
 // backward argument is host resident and read only through one
-// `offload.load_to_gpu` at the entry of backward. The contract (saved result
-// types equal backward argument types) holds after the pass.
+// `offload.load_to_gpu` at the entry of backward. Saved results that share
+// one storage (offload/Analysis/SharedStorage.h) move as one copy of the
+// value owning it instead: the leader's slot returns that copy, the other
+// members leave the interface (forward's results, backward's arguments and
+// the calls of both), and backward re-applies each member's views to the
+// one load. The contract (saved result types equal backward argument types)
+// holds after the pass.
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Analysis/SharedStorage.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -55,6 +62,113 @@ static void loadAtEntry(BlockArgument arg, RankedTensorType hostType) {
   arg.replaceAllUsesExcept(load.getResult(), load);
 }
 
+/// The offload of `value` (once per value): right after the last forward use
+/// of its storage, views included.
+static Value getOrCreateOffload(Value value, Block &body, Operation *ret,
+                                llvm::DenseMap<Value, Value> &hostCopies) {
+  Value &host = hostCopies[value];
+  if (!host) {
+    SmallVector<Value> aliases = collectViewClosure(getStorageRoot(value));
+    Operation *lastUse = findLastUserInBlock(aliases, body, ret);
+    OpBuilder builder(value.getContext());
+    builder.setInsertionPointAfter(lastUse ? lastUse : value.getDefiningOp());
+    auto hostType = getHostTensorType(cast<RankedTensorType>(value.getType()));
+    host = OffloadToCpuOp::create(builder, value.getLoc(), hostType, value);
+  }
+  return host;
+}
+
+/// Backward's side of a shared copy: its leader argument (already host
+/// resident) is loaded once at the entry, and every member argument that
+/// backward reads is replaced by its chain of views re-applied to the loaded
+/// value (clones of forward's view ops, marked `offload.rebuilt_view`; a
+/// prefix two members share is cloned once). offload-reorder-backward sinks
+/// each view to its first real consumer, and offload-insert-loads the load
+/// to the first of them.
+static void rebuildMembers(const TrainingStep &step,
+                           const SharedStorageCopy &shared,
+                           ArrayRef<Value> savedValues) {
+  BlockArgument leader = step.getBackwardArgument(shared.leader);
+  OpBuilder builder = OpBuilder::atBlockBegin(leader.getOwner());
+  auto load = LoadToGpuOp::create(builder, leader.getLoc(),
+                                  shared.source.getType(), leader);
+  IRMapping mapping;
+  mapping.map(shared.source, load.getResult());
+  auto rebuiltName = builder.getStringAttr(OffloadDialect::kRebuiltViewAttrName);
+  for (unsigned member : shared.members) {
+    BlockArgument arg = step.getBackwardArgument(member);
+    if (llvm::all_of(arg.getUsers(),
+                     [&](Operation *user) { return user == load; }))
+      continue;
+    Value saved = savedValues[member];
+    for (Operation *view : getViewChain(shared.source, saved)) {
+      if (mapping.contains(view->getResult(0)))
+        continue;
+      // The other operands are constants (getSharedCopySource).
+      for (Value operand : view->getOperands())
+        if (!mapping.contains(operand))
+          mapping.map(operand, builder.clone(*operand.getDefiningOp())
+                                   ->getResult(0));
+      Operation *clone = builder.clone(*view, mapping);
+      clone->setAttr(rebuiltName, builder.getUnitAttr());
+    }
+    arg.replaceAllUsesExcept(mapping.lookup(saved), load);
+  }
+}
+
+/// Drops the saved results in `dropped` (indices among all forward results)
+/// from the step's interface: forward's return and results, backward's
+/// arguments, and the calls of both (canShrinkSavedInterface allowed it).
+static void dropSavedResults(const TrainingStep &step,
+                             const llvm::BitVector &dropped) {
+  FunctionOpInterface forward = step.getForward();
+  FunctionOpInterface backward = step.getBackward();
+  unsigned numOutputs = step.getNumOutputs();
+  llvm::BitVector droppedArgs(backward.getNumArguments());
+  for (unsigned result : dropped.set_bits())
+    droppedArgs.set(result - numOutputs);
+
+  Operation *moduleOp = forward->getParentOp();
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(backward, moduleOp))
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      // The rest are calls; forward's `offload.backward` names it too.
+      auto call = dyn_cast<CallOpInterface>(use.getUser());
+      if (!call)
+        continue;
+      MutableOperandRange args = call.getArgOperandsMutable();
+      for (unsigned arg : llvm::reverse(llvm::to_vector(droppedArgs.set_bits())))
+        args.erase(arg);
+    }
+  Operation *ret = step.getForwardReturn();
+  ret->eraseOperands(dropped);
+  (void)forward.eraseResults(dropped);
+  (void)backward.eraseArguments(droppedArgs);
+  // Calls of forward get the new result list; their dropped results fed
+  // only the backward arguments just removed.
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(forward, moduleOp))
+    for (const SymbolTable::SymbolUse &use :
+         llvm::to_vector(*uses)) {
+      Operation *call = use.getUser();
+      SmallVector<Value> kept;
+      for (OpResult result : call->getResults())
+        if (!dropped.test(result.getResultNumber()))
+          kept.push_back(result);
+      OpBuilder builder(call);
+      Operation *replacement = Operation::create(
+          call->getLoc(), call->getName(), forward.getResultTypes(),
+          call->getOperands(),
+          NamedAttrList(call->getDiscardableAttrDictionary()),
+          call->getPropertiesStorage(), call->getSuccessors(),
+          call->getNumRegions());
+      builder.insert(replacement);
+      for (auto [from, to] : llvm::zip_equal(kept, replacement->getResults()))
+        from.replaceAllUsesWith(to);
+      call->erase();
+    }
+}
+
 static LogicalResult insertOffloads(const TrainingStep &step) {
   FunctionOpInterface forward = step.getForward();
   FunctionOpInterface backward = step.getBackward();
@@ -69,35 +183,55 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
   SmallVector<DictionaryAttr> resultAttrs;
   forward.getAllResultAttrs(resultAttrs);
 
-  // One offload per value, even when a value is saved twice.
-  llvm::DenseMap<Value, Value> hostCopies;
+  SmallVector<unsigned> selected;
   for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
     unsigned result = step.getSavedResultIndex(i);
     NamedAttrList attrs(resultAttrs[result]);
     if (!attrs.erase(OffloadDialect::kSelectedAttrName))
       continue;
     resultAttrs[result] = attrs.getDictionary(ctx);
-
-    Value value = step.getSavedValue(i);
-    StringRef blocker = getOffloadBlocker(value, body);
+    StringRef blocker = getOffloadBlocker(step.getSavedValue(i), body);
     if (!blocker.empty())
       return forward.emitError()
              << "cannot offload saved result #" << result << ": " << blocker;
+    selected.push_back(i);
+  }
 
-    auto hostType = getHostTensorType(cast<RankedTensorType>(value.getType()));
-    Value &host = hostCopies[value];
-    if (!host) {
-      SmallVector<Value> aliases = collectViewClosure(getStorageRoot(value));
-      Operation *lastUse = findLastUserInBlock(aliases, body, ret);
-      OpBuilder builder(ctx);
-      builder.setInsertionPointAfter(lastUse ? lastUse
-                                             : value.getDefiningOp());
-      host = OffloadToCpuOp::create(builder, value.getLoc(), hostType, value);
+  // Saved results sharing one storage move as one copy of it, returned in
+  // the leader's slot; the other members leave the interface.
+  SmallVector<SharedStorageCopy> shared =
+      findSharedStorageCopies(step, selected);
+  llvm::DenseMap<unsigned, const SharedStorageCopy *> sharedOf;
+  for (const SharedStorageCopy &copy : shared)
+    for (unsigned member : copy.members)
+      sharedOf[member] = &copy;
+  llvm::BitVector dropped(forward.getNumResults());
+  // The saved values before the return yields host copies in their place.
+  SmallVector<Value> savedValues;
+  for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i)
+    savedValues.push_back(step.getSavedValue(i));
+
+  // One offload per value, even when a value is saved twice.
+  llvm::DenseMap<Value, Value> hostCopies;
+  for (unsigned i : selected) {
+    unsigned result = step.getSavedResultIndex(i);
+    const SharedStorageCopy *copy = sharedOf.lookup(i);
+    if (copy && copy->leader != i) {
+      dropped.set(result);
+      continue;
     }
+    Value value = copy ? copy->source : step.getSavedValue(i);
+    Value host = getOrCreateOffload(value, body, ret, hostCopies);
     ret->setOperand(result, host);
-    resultTypes[result] = hostType;
-    backwardInputs[i] = hostType;
-    loadAtEntry(step.getBackwardArgument(i), hostType);
+    resultTypes[result] = host.getType();
+    backwardInputs[i] = host.getType();
+    if (copy) {
+      step.getBackwardArgument(i).setType(host.getType());
+      rebuildMembers(step, *copy, savedValues);
+    } else {
+      loadAtEntry(step.getBackwardArgument(i),
+                  cast<RankedTensorType>(host.getType()));
+    }
   }
   forward.setAllResultAttrs(resultAttrs);
   forward.setType(
@@ -114,6 +248,8 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
         for (auto [result, type] : llvm::zip(call->getResults(), resultTypes))
           result.setType(type);
   }
+  if (dropped.any())
+    dropSavedResults(step, dropped);
   return success();
 }
 

@@ -142,11 +142,9 @@ public:
   };
   /// The loads planFor() issues for `links`.
   void appendLoads(ArrayRef<unsigned> links, SmallVectorImpl<Load> &loads) const {
-    for (unsigned link : links)
-      if (std::optional<unsigned> wait = model.getPlannedLoadWait(link))
-        loads.push_back({*wait, model.getMinCopySeconds(
-                                    PlannedCopy::Kind::Load,
-                                    model.getLinkBytes(link))});
+    for (StepModel::PlannedLoad load : model.getPlannedLoads(links))
+      loads.push_back({load.wait, model.getMinCopySeconds(
+                                      PlannedCopy::Kind::Load, load.bytes)});
   }
 
   /// The bound with `extra` loads added to those kept.
@@ -423,13 +421,12 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       double result = 0;
       if (!offloaded)
         return result;
-      for (unsigned link : candidate.links)
-        if (std::optional<unsigned> wait = model.getPlannedLoadWait(link))
-          result = std::max(
-              result, *offloaded +
-                          model.getMinCopySeconds(PlannedCopy::Kind::Load,
-                                                  model.getLinkBytes(link)) +
-                          computeEnd - model.getComputeStart(*wait));
+      for (StepModel::PlannedLoad load : model.getPlannedLoads(candidate.links))
+        result = std::max(
+            result, *offloaded +
+                        model.getMinCopySeconds(PlannedCopy::Kind::Load,
+                                                load.bytes) +
+                        computeEnd - model.getComputeStart(load.wait));
       return result;
     };
     // The simulation of the last batch prefix that fit.
@@ -570,10 +567,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     auto bound = [&](unsigned c) {
       Effect effect{planner.candidates[c].bytes, 0};
       if (!schedule)
-        for (unsigned link : planner.candidates[c].links)
-          if (model.getPlannedLoadWait(link))
-            effect.cost += model.getMinCopySeconds(PlannedCopy::Kind::Load,
-                                                   model.getLinkBytes(link));
+        for (StepModel::PlannedLoad load :
+             model.getPlannedLoads(planner.candidates[c].links))
+          effect.cost +=
+              model.getMinCopySeconds(PlannedCopy::Kind::Load, load.bytes);
       return effect;
     };
     SmallVector<Effect> effect;
@@ -618,9 +615,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       unsigned peakPos = current.peakPos;
       if (waitsAtWait || queue.getFirstLoad() <= peakPos + 1)
         return false;
-      for (unsigned link : candidate.links)
-        if (std::optional<unsigned> wait = model.getPlannedLoadWait(link);
-            wait && *wait <= peakPos + 1)
+      for (StepModel::PlannedLoad load : model.getPlannedLoads(candidate.links))
+        if (load.wait <= peakPos + 1)
           return false;
       std::optional<double> end =
           queue.earliestEnd(candidate.links, candidate.bytes);

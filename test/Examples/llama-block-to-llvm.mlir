@@ -14,10 +14,10 @@
 // CHECK-DAG: llvm.func @offload_rt_mlir_wait(!llvm.ptr, !llvm.ptr) -> !llvm.ptr
 // CHECK-DAG: llvm.func @aten.mm.default_0
 // CHECK-LABEL: llvm.func @forward
-// CHECK-COUNT-23: llvm.call @offload_rt_mlir_offload_start
+// CHECK-COUNT-17: llvm.call @offload_rt_mlir_offload_start
 // CHECK-NOT: llvm.call @offload_rt_mlir_offload_start
 // CHECK-LABEL: llvm.func @backward
-// CHECK-COUNT-23: llvm.call @offload_rt_mlir_wait
+// CHECK-COUNT-17: llvm.call @offload_rt_mlir_wait
 // CHECK-NOT: llvm.call @offload_rt_mlir_wait
 // CHECK-NOT: trace.op "
 // CHECK-NOT: trace.view "

@@ -58,16 +58,19 @@ func.func @backward(%s: tensor<256xf32>) {
 
 // -----
 
-// A value saved twice is offloaded once; a value with no use but the return
-// is offloaded right after its producer.
+// A value saved twice is offloaded once, returned once and loaded once (one
+// storage, one copy); a value with no use but the return is offloaded right
+// after its producer.
 // CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<256xf32>, tensor<256xf32, #offload.host>)
 // CHECK: %[[E:.*]] = math.exp
 // CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[E]]
 // CHECK-NEXT: %[[T:.*]] = math.tanh
-// CHECK-NEXT: return %[[T]], %[[H]], %[[H]]
+// CHECK-NEXT: return %[[T]], %[[H]] :
 // CHECK-LABEL: func @backward
-// CHECK-NEXT: offload.load_to_gpu
-// CHECK-NEXT: offload.load_to_gpu
+// CHECK-SAME: (%[[A:.*]]: tensor<256xf32, #offload.host>) -> tensor<256xf32>
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %[[A]]
+// CHECK-NEXT: arith.addf %[[L]], %[[L]]
 func.func @forward(%x: tensor<256xf32>)
     -> (tensor<256xf32>, tensor<256xf32> {offload.selected}, tensor<256xf32> {offload.selected})
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
@@ -185,4 +188,179 @@ func.func @forward_b(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>)
 }
 func.func @backward(%a: tensor<256xf32>) {
   return
+}
+
+// -----
+
+// One storage, one copy: q, k and v, three views of one fused projection,
+// are offloaded as one copy of the projection, returned in q's slot; k's and
+// v's slots leave the interface. Backward loads the copy once and re-applies
+// each view to it (clones marked offload.rebuilt_view), so every consumer
+// reads the same value as before.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<4x24xf32, #offload.host>)
+// CHECK: %[[QKV:.*]] = trace.op "aten.mm.default"
+// CHECK: %[[O:.*]] = trace.op "aten.mul.Tensor"
+// CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[QKV]] : tensor<4x24xf32> -> tensor<4x24xf32, #offload.host>
+// CHECK-NOT: offload.offload_to_cpu
+// CHECK-NEXT: return %[[O]], %[[H]] :
+// CHECK-LABEL: func @backward
+// CHECK-SAME: (%[[S:.*]]: tensor<4x24xf32, #offload.host> {trace.name = "q"}, %[[G:.*]]: tensor<4x8xf32> {trace.name = "g"})
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %[[S]] : tensor<4x24xf32, #offload.host> -> tensor<4x24xf32>
+// CHECK-NEXT: %[[Q:.*]] = trace.view "aten.slice.Tensor"(%[[L]]) {node = "q", offload.rebuilt_view}
+// CHECK-NEXT: %[[K:.*]] = trace.view "aten.slice.Tensor"(%[[L]]) {node = "k", offload.rebuilt_view}
+// CHECK-NEXT: %[[V:.*]] = trace.view "aten.slice.Tensor"(%[[L]]) {node = "v", offload.rebuilt_view}
+// CHECK-NEXT: %[[A:.*]] = trace.op "aten.mul.Tensor"(%[[G]], %[[V]])
+// CHECK-NEXT: %[[B:.*]] = trace.op "aten.mul.Tensor"(%[[A]], %[[Q]])
+// CHECK-NEXT: trace.op "aten.mul.Tensor"(%[[B]], %[[K]])
+// CHECK-NOT: offload.load_to_gpu
+func.func @forward(%x: tensor<4x8xf32>, %w: tensor<8x24xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32> {offload.selected}, tensor<4x8xf32> {offload.selected}, tensor<4x8xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %qkv = trace.op "aten.mm.default"(%x, %w) {node = "mm"} : (tensor<4x8xf32>, tensor<8x24xf32>) -> tensor<4x24xf32>
+  %q = trace.view "aten.slice.Tensor"(%qkv) {node = "q"} : (tensor<4x24xf32>) -> tensor<4x8xf32>
+  %k = trace.view "aten.slice.Tensor"(%qkv) {node = "k"} : (tensor<4x24xf32>) -> tensor<4x8xf32>
+  %v = trace.view "aten.slice.Tensor"(%qkv) {node = "v"} : (tensor<4x24xf32>) -> tensor<4x8xf32>
+  %s = trace.op "aten.add.Tensor"(%q, %k) {node = "s"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %o = trace.op "aten.mul.Tensor"(%s, %v) {node = "o"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %o, %q, %k, %v : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @backward(%q: tensor<4x8xf32> {trace.name = "q"}, %k: tensor<4x8xf32> {trace.name = "k"},
+                    %v: tensor<4x8xf32> {trace.name = "v"}, %g: tensor<4x8xf32> {trace.name = "g"})
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %a = trace.op "aten.mul.Tensor"(%g, %v) {node = "a"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %b = trace.op "aten.mul.Tensor"(%a, %q) {node = "b"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = trace.op "aten.mul.Tensor"(%b, %k) {node = "c"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %b, %c : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// When the storage root is saved too, its own slot carries the copy (here
+// the second saved result), whatever the order. A chain of views is
+// re-applied view by view, a prefix two members share only once; a member
+// backward never reads is not rebuilt.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<64xf32>, tensor<64xf32, #offload.host>)
+// CHECK: %[[E:.*]] = math.exp
+// CHECK-NEXT: tensor.expand_shape
+// CHECK-NEXT: trace.view "aten.t.default"
+// CHECK-NEXT: trace.view "aten.t.default"
+// CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[E]]
+// CHECK-NEXT: %[[N:.*]] = math.tanh
+// CHECK-NEXT: return %[[N]], %[[H]] :
+// CHECK-LABEL: func @backward
+// CHECK-SAME: (%[[S:.*]]: tensor<64xf32, #offload.host> {trace.name = "e"}, %[[G:.*]]: tensor<64xf32> {trace.name = "g"})
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %[[S]]
+// CHECK-NEXT: %[[M:.*]] = tensor.expand_shape %[[L]] {{.*}} {offload.rebuilt_view}
+// CHECK-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%[[M]]) {node = "t", offload.rebuilt_view}
+// CHECK-NEXT: arith.mulf %[[G]], %[[L]]
+// CHECK-NEXT: arith.addf %[[T]], %[[M]]
+func.func @forward(%x: tensor<64xf32>)
+    -> (tensor<64xf32>, tensor<8x8xf32> {offload.selected}, tensor<64xf32> {offload.selected},
+        tensor<8x8xf32> {offload.selected}, tensor<8x8xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<64xf32>
+  %m = tensor.expand_shape %e [[0, 1]] output_shape [8, 8] : tensor<64xf32> into tensor<8x8xf32>
+  %t = trace.view "aten.t.default"(%m) {node = "t"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %u = trace.view "aten.t.default"(%m) {node = "u"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %n = math.tanh %x : tensor<64xf32>
+  return %n, %t, %e, %m, %u : tensor<64xf32>, tensor<8x8xf32>, tensor<64xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+func.func @backward(%t: tensor<8x8xf32> {trace.name = "t"}, %e: tensor<64xf32> {trace.name = "e"},
+                    %m: tensor<8x8xf32> {trace.name = "m"}, %u: tensor<8x8xf32> {trace.name = "u"},
+                    %g: tensor<64xf32> {trace.name = "g"}) -> (tensor<64xf32>, tensor<8x8xf32>) {
+  %0 = arith.mulf %g, %e : tensor<64xf32>
+  %1 = arith.addf %t, %m : tensor<8x8xf32>
+  return %0, %1 : tensor<64xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// Two small slices of a large intermediate keep one copy each: a copy of the
+// whole would move more bytes than both (and hold all of it in backward).
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<4x64xf32>, tensor<4x8xf32, #offload.host>, tensor<4x8xf32, #offload.host>)
+// CHECK: %[[A:.*]] = tensor.extract_slice
+// CHECK-NEXT: %[[B:.*]] = tensor.extract_slice
+// CHECK-NEXT: offload.offload_to_cpu %[[A]] : tensor<4x8xf32>
+// CHECK-NEXT: offload.offload_to_cpu %[[B]] : tensor<4x8xf32>
+// CHECK-LABEL: func @backward
+// CHECK-COUNT-2: offload.load_to_gpu
+// CHECK-NOT: offload.rebuilt_view
+func.func @forward(%x: tensor<4x64xf32>)
+    -> (tensor<4x64xf32>, tensor<4x8xf32> {offload.selected}, tensor<4x8xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<4x64xf32>
+  %a = tensor.extract_slice %e[0, 0] [4, 8] [1, 1] : tensor<4x64xf32> to tensor<4x8xf32>
+  %b = tensor.extract_slice %e[0, 8] [4, 8] [1, 1] : tensor<4x64xf32> to tensor<4x8xf32>
+  %n = math.tanh %x : tensor<4x64xf32>
+  return %n, %a, %b : tensor<4x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @backward(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = arith.addf %a, %b : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A saved view reached through an in-place write keeps its own copy: the
+// write is work, not a view to re-apply. The other view still shares the
+// storage root's copy with the root.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<16xf32>, tensor<16xf32, #offload.host>, tensor<4x4xf32, #offload.host>)
+// CHECK: %[[E:.*]] = trace.op "aten.exp.default"
+// CHECK: %[[R:.*]] = trace.op "aten.relu_.default"
+// CHECK-NEXT: %[[W:.*]] = tensor.expand_shape %[[R]]
+// CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[E]]
+// CHECK-NEXT: %[[HW:.*]] = offload.offload_to_cpu %[[W]]
+// CHECK: return %{{.*}}, %[[H]], %[[HW]] :
+// CHECK-LABEL: func @backward
+// CHECK-COUNT-2: offload.load_to_gpu
+// CHECK-NEXT: tensor.expand_shape {{.*}} {offload.rebuilt_view}
+func.func @forward(%x: tensor<16xf32>)
+    -> (tensor<16xf32>, tensor<16xf32> {offload.selected}, tensor<4x4xf32> {offload.selected}, tensor<4x4xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = trace.op "aten.exp.default"(%x) : (tensor<16xf32>) -> tensor<16xf32>
+  %v = tensor.expand_shape %e [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+  %r = trace.op "aten.relu_.default"(%e) {mutates = array<i64: 0>} : (tensor<16xf32>) -> tensor<16xf32>
+  %w = tensor.expand_shape %r [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+  %n = math.tanh %x : tensor<16xf32>
+  return %n, %e, %w, %v : tensor<16xf32>, tensor<16xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+func.func @backward(%e: tensor<16xf32>, %w: tensor<4x4xf32>, %v: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = arith.addf %w, %v : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// A driver that calls forward and hands the saved results to backward: its
+// calls lose the dropped slots with the functions.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<16xf32>, tensor<16xf32, #offload.host>)
+// CHECK-LABEL: func @backward
+// CHECK-SAME: (%{{.*}}: tensor<16xf32, #offload.host>, %{{.*}}: tensor<16xf32>) -> tensor<16xf32>
+// CHECK-LABEL: func @main
+// CHECK: %[[F:.*]]:2 = call @forward(%{{.*}}) : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32, #offload.host>)
+// CHECK-NEXT: %[[D:.*]] = call @backward(%[[F]]#1, %{{.*}}) : (tensor<16xf32, #offload.host>, tensor<16xf32>) -> tensor<16xf32>
+// CHECK-NEXT: return %[[F]]#0, %[[D]]
+func.func @forward(%x: tensor<16xf32>)
+    -> (tensor<16xf32>, tensor<4x4xf32> {offload.selected}, tensor<16xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<16xf32>
+  %m = tensor.expand_shape %e [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+  %n = math.tanh %x : tensor<16xf32>
+  return %n, %m, %e : tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>
+}
+func.func @backward(%m: tensor<4x4xf32>, %e: tensor<16xf32>, %g: tensor<16xf32>) -> tensor<16xf32> {
+  %c = tensor.collapse_shape %m [[0, 1]] : tensor<4x4xf32> into tensor<16xf32>
+  %0 = arith.mulf %c, %e : tensor<16xf32>
+  %1 = arith.mulf %0, %g : tensor<16xf32>
+  return %1 : tensor<16xf32>
+}
+func.func @main(%x: tensor<16xf32>, %g: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %o, %m, %e = call @forward(%x) : (tensor<16xf32>) -> (tensor<16xf32>, tensor<4x4xf32>, tensor<16xf32>)
+  %d = call @backward(%m, %e, %g) : (tensor<4x4xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %o, %d : tensor<16xf32>, tensor<16xf32>
 }

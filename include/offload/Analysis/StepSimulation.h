@@ -212,10 +212,16 @@ public:
   /// (the end of forward at least for a saved value), as simulate() of the
   /// empty plan has it; one pair per buffer.
   SmallVector<std::pair<int, int>> getLiveRangesWithoutOffload() const;
-  /// Where planFor() waits for the load of `link` if the link is chosen,
-  /// or nothing if it would not load it (a link nothing in backward reads,
-  /// or one whose storage cannot be offloaded).
-  std::optional<unsigned> getPlannedLoadWait(unsigned link) const;
+  /// A load planFor() issues: the position it is waited before, its bytes.
+  struct PlannedLoad {
+    unsigned wait;
+    int64_t bytes;
+  };
+  /// The loads planFor() issues for `links` chosen together: one per link
+  /// backward reads, except that the members of a shared copy
+  /// (offload/Analysis/SharedStorage.h) are loaded once, before the first
+  /// of them is read. None for links whose storage cannot be offloaded.
+  SmallVector<PlannedLoad> getPlannedLoads(ArrayRef<unsigned> links) const;
   /// Where planFor() issues the offload of `link` if the link is chosen
   /// (right after the last forward use of its storage), or nothing if it
   /// would not offload it.
@@ -247,6 +253,23 @@ private:
                   int64_t maxInflightBytes, ArrayRef<int64_t> liveAt,
                   int64_t memoryLimit) const;
 
+  /// Saved links that planFor() moves with one offload and one load.
+  struct CopyGroup {
+    /// One link, or the members of a shared copy (ascending).
+    SmallVector<unsigned> links;
+    /// The link the load is recorded for: the shared copy's leader.
+    unsigned leader;
+    /// Bytes of each copy: the link's, or the shared source's.
+    int64_t bytes;
+    /// First and last backward op reading any of the links; -1 if none.
+    int firstUse = -1, lastUse = -1;
+    /// The value offloaded: the link's, or the shared source.
+    Value value;
+  };
+  /// Groups the (sorted, unique) `chosen` links as offload-insert-offloads
+  /// would move them, in the order it creates their offloads (by leader).
+  SmallVector<CopyGroup> groupForCopies(ArrayRef<unsigned> chosen) const;
+
   /// A use of a buffer (>= 0) or of a saved link (-(link + 1)).
   using Ref = int;
   struct SimOp {
@@ -273,6 +296,9 @@ private:
     int64_t bytes = 0;
     /// The saved value in forward (whose view closure the offload follows).
     Value value;
+    /// getSharedCopySource(value), where the step's interface may shrink
+    /// (canShrinkSavedInterface); null otherwise or once offloaded.
+    Value copySource;
     /// First and last backward op that reads the link; -1 if none. The
     /// first is where offload-insert-loads loads it: the first real use, or
     /// earlier where a view of it with effects cannot sink past an op whose

@@ -91,6 +91,29 @@ def InsertOffloads : Pass<"offload-insert-offloads", "ModuleOp"> {
     value instead. The matching backward argument becomes host resident and
     is loaded once at the entry of backward, so the module stays valid;
     `offload-insert-loads` then moves that load to the first real consumer.
+
+    One storage, one copy: saved results that share one storage (views of
+    one intermediate, or one value saved twice) move as a single copy of
+    the value owning it, when that moves no more bytes than a copy per
+    saved result (see `offload/Analysis/SharedStorage.h`). The copy is
+    returned in one saved slot, the others leave the interface (forward's
+    results, backward's arguments, and the calls of both), and backward
+    re-applies each saved view to the one load, marking the cloned views
+    `offload.rebuilt_view`; `offload-reorder-backward` then sinks each to
+    its first real consumer.
+
+    ```mlir
+    // Before: q and k are views of %qkv, both saved.
+    return %o, %q, %k : ...
+    func.func @backward(%q: tensor<4x8xf32>, %k: tensor<4x8xf32>, ...)
+    // After: one copy of %qkv; backward rebuilds q and k from its load.
+    %h = offload.offload_to_cpu %qkv : tensor<4x16xf32> -> tensor<4x16xf32, #offload.host>
+    return %o, %h : ...
+    func.func @backward(%s: tensor<4x16xf32, #offload.host>, ...) {
+      %l = offload.load_to_gpu %s : tensor<4x16xf32, #offload.host> -> tensor<4x16xf32>
+      %q = trace.view "aten.slice.Tensor"(%l) {node = "q", offload.rebuilt_view} : ...
+      %k = trace.view "aten.slice.Tensor"(%l) {node = "k", offload.rebuilt_view} : ...
+    ```
   }];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }

@@ -108,7 +108,7 @@ std::optional<int64_t> mlir::offload::getStorageBytes(Type type) {
 LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kKeepAttrName) {
+  if (name == kKeepAttrName || name == kRebuiltViewAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
     return success();

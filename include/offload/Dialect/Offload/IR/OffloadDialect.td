@@ -39,6 +39,9 @@ def Offload_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
     static constexpr ::llvm::StringLiteral kSelectedAttrName = "offload.selected";
     static constexpr ::llvm::StringLiteral kKeptAttrName = "offload.kept";
+    /// On a view op in backward that the pipeline cloned from forward to
+    /// rebuild a saved view from its loaded storage (one storage, one copy).
+    static constexpr ::llvm::StringLiteral kRebuiltViewAttrName = "offload.rebuilt_view";
 
   private:
     /// Registers the types of OffloadOps.td (in OffloadTypes.cpp).
