@@ -8,15 +8,18 @@
 // `offload.offload_to_cpu` (or an `offload.offload_start` and its wait), after
 // which forward op, how many bytes, which backward op their load precedes
 // and, for split loads, where the load starts; why the others stay
-// (`offload.kept`). The cost model (StepModel) adds each load's predicted
-// exposed time and, per step, the predicted peak device memory and step time
-// without offload and with the copies in the IR.
+// (`offload.kept`); for a copy that carries several saved views of one
+// storage, the views backward rebuilds from its load. The cost model
+// (StepModel) adds each load's predicted exposed time and, per step, the
+// predicted peak device memory and step time without offload and with the
+// copies in the IR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PassDeviceProfile.h"
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/StepSimulation.h"
+#include "offload/Analysis/Views.h"
 #include "offload/Transforms/Passes.h"
 #include "offload_support/ByteSize.h"
 
@@ -55,6 +58,9 @@ struct SavedEntry {
   /// Where a split load starts (the op it is issued before).
   Position loadStart;
   double exposedSeconds = 0;
+  /// Saved views that share this copy's storage and that backward rebuilds
+  /// from its load (ops marked `offload.rebuilt_view`), in backward order.
+  std::vector<Position> rebuiltViews;
 };
 
 /// The cost model's predictions for one step.
@@ -137,6 +143,33 @@ static std::pair<Value, Operation *> getOffloadSource(Value value) {
   return {nullptr, nullptr};
 }
 
+/// The views backward rebuilds from the loads of host argument `arg` (one
+/// storage, one copy), by position.
+static std::vector<Position> findRebuiltViews(BlockArgument arg,
+                                              const OpIndex &index) {
+  SmallVector<Value> loaded;
+  for (Operation *user : arg.getUsers()) {
+    if (isa<LoadToGpuOp>(user))
+      loaded.push_back(user->getResult(0));
+    else if (auto start = dyn_cast<LoadStartOp>(user))
+      for (Operation *wait : start.getFuture().getUsers())
+        loaded.push_back(wait->getResult(0));
+  }
+  SmallVector<Operation *> views;
+  for (Value value : loaded)
+    for (Value alias : collectViewClosure(value))
+      if (Operation *def = alias.getDefiningOp();
+          def && def->hasAttr(OffloadDialect::kRebuiltViewAttrName))
+        views.push_back(def);
+  llvm::sort(views, [&](Operation *a, Operation *b) {
+    return index.lookup(a) < index.lookup(b);
+  });
+  std::vector<Position> positions;
+  for (Operation *view : views)
+    positions.push_back(positionOf(view, index));
+  return positions;
+}
+
 static StepReport buildReport(const TrainingStep &step,
                               const StepModel *model,
                               const SimulationResult *simulated) {
@@ -172,6 +205,7 @@ static StepReport buildReport(const TrainingStep &step,
             entry.loadBefore = positionOf(nextComputeOp(wait), index);
         }
       }
+      entry.rebuiltViews = findRebuiltViews(step.getBackwardArgument(i), index);
       if (model && simulated) {
         int load = model->getPlanInIR().loadOf[i];
         if (load >= 0)
@@ -251,6 +285,12 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                           "{6,-40}  {7}\n",
                           e.result, e.producer, e.type, formatBytes(e.bytes),
                           where, load, start, exposed);
+      if (!e.rebuiltViews.empty()) {
+        os << "        one copy for saved views rebuilt in backward:";
+        for (const Position &view : e.rebuiltViews)
+          os << llvm::formatv(" #{0} {1}", view.index, view.op);
+        os << "\n";
+      }
     }
     os << llvm::formatv("total: offloaded {0} values, {1}; kept {2} values, "
                         "{3}\n",
@@ -297,6 +337,14 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
         entry["load_start"] = toJson(e.loadStart.index < 0 ? e.loadBefore
                                                            : e.loadStart);
         entry["exposed_seconds"] = e.exposedSeconds;
+        // Only for a copy that carries several saved views, as kept_reason
+        // only for a value that stays.
+        if (!e.rebuiltViews.empty()) {
+          llvm::json::Array views;
+          for (const Position &view : e.rebuiltViews)
+            views.push_back(toJson(view));
+          entry["rebuilt_views"] = std::move(views);
+        }
         offloadedBytes += e.bytes.value_or(0);
         ++offloaded;
       } else {

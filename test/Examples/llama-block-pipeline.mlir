@@ -14,8 +14,10 @@
 // REPORT: offload report: @forward -> @backward: 17 of 30 saved results offloaded
 // REPORT: 5  aten._to_copy.default "_to_copy"  {{ *}}tensor<8x1024x4096xf32>  {{ *}}128.0 MiB  #6 aten.mul.Tensor "mul"
 // REPORT: 6  aten.rsqrt.default "rsqrt"  {{ *}}tensor<8x1024x1xf32>  {{ *}}32.0 KiB  #6 aten.mul.Tensor "mul"
+// REPORT-NEXT: one copy for saved views rebuilt in backward: #{{[0-9]+}} aten.detach.default "detach"
 // REPORT: 8  aten.t.default "t"  {{ *}}tensor<4096x4096xbf16>  {{ *}}32.0 MiB  kept: view of a function argument
 // REPORT: 9  aten.mul.Tensor "mul_1"  {{ *}}tensor<8x1024x4096xbf16>  {{ *}}64.0 MiB  #26 aten.mm.default "mm_2"  {{ *}}#[[QKV:[0-9]+]] aten.view.default "view_4"
+// REPORT-NEXT: one copy for saved views rebuilt in backward: #[[QKV]] aten.view.default "view_4" #{{[0-9]+}} aten.view.default "view_2" #{{[0-9]+}} aten.view.default "view"
 // REPORT: 17  aten._scaled_dot_product_cudnn_attention.default {{.*}} kept: below min-bytes (8 < 1024)
 // REPORT: 26  aten.silu.default "silu"  {{ *}}tensor<8x1024x14336xbf16>  {{ *}}224.0 MiB  #90 aten.mul.Tensor "mul_8"  {{ *}}#10 aten.mul.Tensor "mul_9"
 // REPORT: total: offloaded 17 values, 1.6 GiB; kept 13 values, 416.5 MiB
