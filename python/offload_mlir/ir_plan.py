@@ -3,9 +3,10 @@
 The pipeline prints trace-dialect MLIR with the copies in place. The bridge
 does not need the whole IR back, only what it says about order and copies:
 for each function, the top-level ops in order, each either a traced FX node
-(by its `node` name) or a copy op (`offload.*`) with its SSA operands and
-results, plus the function's arguments (by their `trace.name`) and returned
-values. This module reads exactly that from the printed (custom) form, which
+(by its `node` name; in backward, possibly a forward view the pipeline
+re-applied to a loaded storage, marked `offload.rebuilt_view`) or a copy op
+(`offload.*`) with its SSA operands and results, plus the function's
+arguments (by their `trace.name`) and returned values. This module reads exactly that from the printed (custom) form, which
 the project's own printer produces, and rejects anything else with a
 `PlanReadError` naming the line, so the bridge can fall back instead of
 rebuilding a wrong graph.
@@ -34,6 +35,9 @@ class IrOp:
     node: str | None = None  # FX node name of a trace op
     result_names: list[str] | None = None  # FX getitem names, multi-result ops
     line: int = 0
+    # A forward view the pipeline re-applied in backward to a loaded storage
+    # (`offload.rebuilt_view`): `node` names the forward FX node.
+    rebuilt: bool = False
 
 
 @dataclasses.dataclass
@@ -52,6 +56,7 @@ _SSA = re.compile(r"%[\w$.-]+(?:#\d+)?")
 _TRACE = re.compile(r'^trace\.(?:op|view) "([^"]+)"\(([^)]*)\)\s*\{(.*)\}\s*:')
 _NODE = re.compile(r'(?:^|[{,\s])node = "((?:[^"\\]|\\.)*)"')
 _RESULT_NAMES = re.compile(r"result_names = \[([^\]]*)\]")
+_REBUILT = re.compile(r"(?:^|[{,\s])offload\.rebuilt_view(?:$|[,}\s])")
 _COPY = re.compile(
     r"^offload\.(offload_start|load_start|wait|offload_to_cpu|load_to_gpu) "
     r"(%[\w$.-]+(?:#\d+)?)\s*(?:\{[^}]*\})?\s*:"
@@ -119,7 +124,7 @@ def read_step(ir: str) -> dict[str, IrFunction]:
                 result_names = [s.strip().strip('"') for s in rn.group(1).split(",")]
             current.ops.append(
                 IrOp("trace", results, _SSA.findall(tm.group(2)), node.group(1),
-                     result_names, lineno)
+                     result_names, lineno, rebuilt=_REBUILT.search(attrs) is not None)
             )
             continue
         cm = _COPY.match(rest)

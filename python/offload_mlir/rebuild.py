@@ -13,6 +13,15 @@ backward `offload.load_start %h`     ->  d = load_start(h, size, stride, dtype, 
          `offload.wait %f`           ->  load_wait(d, h, [after])
          (`offload.load_to_gpu`      ->  d = load(h, size, stride, dtype, device, [after]))
 
+Saved views of one storage travel as one host copy of the value owning it
+(one storage, one copy): the IR returns that copy in one saved slot and
+drops the other slots from forward's results and backward's arguments; in
+backward it re-applies each view to the loaded value (`trace.view` ops
+marked `offload.rebuilt_view`, named after the forward FX nodes). The
+rebuilt forward returns only the saved values the IR keeps, the rebuilt
+backward has no placeholders for the dropped ones, and each marked op
+becomes a copy of its forward FX node reading the loaded value.
+
 The host value is an opaque 1-D uint8 buffer of the tensor's bytes laid out
 with `stride` (the saved value's strides in the graph, or contiguous ones
 if those are not dense): a compiler has no reason to relayout or read it,
@@ -111,14 +120,17 @@ class _Builder:
             node.meta["val"] = target(*fake_args)
         return node
 
-    def placeholders(self, host: set[str]) -> None:
+    def placeholders(self, host: dict[str, torch.Tensor],
+                     dropped: set[str] = frozenset()) -> None:
+        """One placeholder per old one, but for the `dropped` saved values;
+        those in `host` hold the host copy of the given device value."""
         for p in self.old.graph.nodes:
-            if p.op != "placeholder":
+            if p.op != "placeholder" or p.name in dropped:
                 continue
             new = self.graph.placeholder(p.name)
             new.meta = dict(p.meta)
             if p.name in host:
-                new.meta["val"] = host_fake(p.meta["val"])
+                new.meta["val"] = host_fake(host[p.name])
                 new.meta.pop("tensor_meta", None)
             self.env[p] = new
         for ssa, name in self.fn.arg_names.items():
@@ -178,6 +190,15 @@ class _Builder:
         return gm
 
 
+def _ir_saved_names(bw_fn: IrFunction, num_saved: int) -> list[str]:
+    """The FX names of the saved values the IR keeps, in order: the names of
+    backward's leading arguments (one per saved result of forward)."""
+    names = list(bw_fn.arg_names.values())
+    if len(names) < num_saved:
+        raise RebuildError("backward has fewer arguments than forward saves values")
+    return names[:num_saved]
+
+
 def _saved_name_of_copies(fn: IrFunction, saved_names: list[str], num_outputs: int) -> dict[str, str]:
     """Per offload result or future, the saved value the return yields it as."""
     future_of = {op.results[0]: op.operands[0] for op in fn.ops if op.kind == "wait"}
@@ -206,14 +227,17 @@ def _realize_like_an_output(src: fx.Node, layout: list[int]) -> None:
 
 
 def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
-                     layouts: dict[str, list[int]]):
+                     layouts: dict[str, list[int]], saved_names: list[str]):
+    """The new forward, the positions (among `saved_names`, the saved values
+    the IR keeps) of those offloaded, and, per offloaded name whose copy is
+    of the storage it shares rather than of itself, that storage's value."""
     ops = torch.ops.offload
     b = _Builder(fw, fn)
-    b.placeholders(set())
+    b.placeholders({})
     host_of: dict[str, fx.Node] = {}  # host SSA (or future) -> host node
     source_of: dict[str, fx.Node] = {}  # future SSA -> device source node
+    copied: dict[str, torch.Tensor] = {}  # saved name -> value of the source
     returned: list[str] = []
-    saved_names = [n.name for n in b._output_args()[num_outputs:]]
     copy_names = _saved_name_of_copies(fn, saved_names, num_outputs)
     for op in fn.ops:
         if op.kind == "trace":
@@ -224,6 +248,15 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             if name not in layouts:
                 raise RebuildError(f"@{fn.name}: {op.results[0]} is not returned as a saved value")
             layout = layouts[name]
+            if src.name != name:
+                # A shared copy: the source is the storage the saved views
+                # share (their layouts are the views'), copied in its own.
+                val = src.meta.get("val")
+                if not isinstance(val, torch.Tensor):
+                    raise RebuildError(f"@{fn.name}: offloaded {src.name} has no tensor value")
+                layout = dense_stride(val)
+                layouts[name] = layout
+                copied[name] = val
             _realize_like_an_output(src, layout)
             host = b._call(ops.offload_start.default, (src, layout, []))
             host_of[op.results[0]] = host
@@ -242,37 +275,74 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
         else:
             raise RebuildError(f"@{fn.name}: unexpected {op.kind} in forward")
     outputs = b._output_args()
-    if len(returned) != len(outputs):
+    if len(returned) != num_outputs + len(saved_names):
         raise RebuildError("forward returns a different number of values")
-    offloaded: list[int] = []  # positions among the saved values
+    old_saved = {n.name: n for n in outputs[num_outputs:] if isinstance(n, fx.Node)}
+    offloaded: list[int] = []  # positions among the saved values kept
     final: list[Any] = []
-    for i, (ssa, old) in enumerate(zip(returned, outputs)):
+    for i, ssa in enumerate(returned):
         if ssa in host_of:
             if i < num_outputs:
                 raise RebuildError("the pipeline offloaded a user-visible output")
             final.append(host_of[ssa])
             offloaded.append(i - num_outputs)
+        elif i < num_outputs:
+            final.append(outputs[i])
         else:
-            final.append(old)
+            name = saved_names[i - num_outputs]
+            if name not in old_saved:
+                raise RebuildError(f"@{fn.name}: saved value {name} is not a forward output")
+            final.append(old_saved[name])
     gm = b.finish(final)
-    return gm, offloaded
+    return gm, offloaded, copied
 
 
-def _rebuild_backward(bw: fx.GraphModule, fn: IrFunction, saved: dict[str, torch.Tensor],
-                      layouts: dict[str, list[int]]):
+def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.Tensor]) -> None:
+    """A forward view the IR re-applies to a loaded storage (one storage, one
+    copy): a copy of its forward FX node reading the IR operand's value. If
+    it is a saved value backward was traced with, it stands for that
+    placeholder, and must have the traced value's layout."""
+    node = next((n for n in fw.graph.nodes if n.name == op.node), None)
+    if node is None or node.op != "call_function" or len(op.operands) != 1:
+        raise RebuildError(f"@{b.fn.name}: rebuilt view {op.node!r} is no forward view")
+    if len(node.all_input_nodes) != 1:
+        raise RebuildError(f"@{b.fn.name}: rebuilt view {op.node!r} reads several values")
+    source = b.value(op.operands[0])
+    args = torch.fx.node.map_arg(node.args, lambda n: source)
+    kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: source)
+    new = b.graph.call_function(node.target, args, kwargs)
+    with b.fake_mode:
+        fake = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta.get("val"))
+        new.meta["val"] = node.target(*fake[0], **fake[1])
+    b.ssa[op.results[0]] = new
+    placeholder = b.by_name.get(op.node)
+    if placeholder is not None and placeholder.op == "placeholder":
+        want, got = traced.get(op.node), new.meta["val"]
+        if want is None or (tuple(want.shape), tuple(want.stride()), want.dtype) != (
+                tuple(got.shape), tuple(got.stride()), got.dtype):
+            raise RebuildError(f"@{b.fn.name}: rebuilt view {op.node!r} differs from the "
+                               "value backward was traced with")
+        b.env[placeholder] = new
+
+
+def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
+                      traced: dict[str, torch.Tensor], copied: dict[str, torch.Tensor],
+                      layouts: dict[str, list[int]], dropped: set[str]):
     ops = torch.ops.offload
     b = _Builder(bw, fn)
-    b.placeholders(fn.host_args)
+    b.placeholders({name: copied[name] for name in fn.host_args}, dropped)
     loads: dict[str, tuple[fx.Node, fx.Node]] = {}  # future -> (dst, host)
     for op in fn.ops:
-        if op.kind == "trace":
+        if op.kind == "trace" and op.rebuilt:
+            _rebuild_view(b, fw, op, traced)
+        elif op.kind == "trace":
             b.copy_node(op)
         elif op.kind in ("load_start", "load_to_gpu"):
             host = b.value(op.operands[0])
             name = host.name
             if name not in fn.host_args:
                 raise RebuildError(f"@{fn.name}: load of {name}, not a host argument")
-            like = saved[name]
+            like = copied[name]
             layout = (list(like.shape), layouts[name], like.dtype, like.device)
             if op.kind == "load_to_gpu":
                 dst = b._call(ops.load.default, (host, *layout, []))
@@ -330,12 +400,20 @@ def rebuild_step(
     if inductor_layouts:
         layouts.update(inductor_saved_layouts(fw, list(layouts)))
 
-    new_fw, offloaded = _rebuild_forward(fw, functions["forward"], num_fwd_outputs, layouts)
-    names = [list(fw_out)[num_fwd_outputs + i].name for i in offloaded]
     bw_fn = functions["backward"]
+    fw_ret = next((op for op in functions["forward"].ops if op.kind == "return"), None)
+    num_saved = len(fw_ret.operands) - num_fwd_outputs if fw_ret else 0
+    # The saved values the IR keeps; the others travel in a shared copy.
+    saved_names = _ir_saved_names(bw_fn, num_saved)
+    dropped = {s.name for s in saved} - set(saved_names)
+    new_fw, offloaded, copied = _rebuild_forward(
+        fw, functions["forward"], num_fwd_outputs, layouts, saved_names)
+    names = [saved_names[i] for i in offloaded]
+    for name in names:
+        copied.setdefault(name, traced.get(name))
     if set(names) != bw_fn.host_args:
         raise RebuildError(
             f"forward offloads {sorted(names)} but backward loads {sorted(bw_fn.host_args)}"
         )
-    new_bw = _rebuild_backward(bw, bw_fn, traced, layouts)
+    new_bw = _rebuild_backward(bw, fw, bw_fn, traced, copied, layouts, dropped)
     return new_fw, new_bw, names

@@ -142,6 +142,14 @@ def test_aot_eager_bit_identical_to_plain_aot_eager(offload_mlir):
     result = _train("lm", offload_mlir.backend(min_bytes=0, plan="all", compiler="aot_eager"))
     _assert_bit_identical(baseline, result)
     assert offload_mlir.runtime_stats()["h2d_bytes"] > 0
+    # This partition saves the attention output and views of it: they move
+    # as one copy, and the rebuilt backward re-applies the views to its load
+    # (one storage, one copy), with the gradients above still bit-identical.
+    report = offload_mlir.last_report()
+    assert report["fallback"] is None, report
+    shared = [e for step in report["pipeline"]["steps"] for e in step["saved"]
+              if e.get("rebuilt_views")]
+    assert shared, "no saved views shared a copy"
 
 
 def test_unscheduled_copies_bit_identical(offload_mlir):
