@@ -67,7 +67,10 @@ def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {
     intermediate (not a function argument nor a view of one), device
     resident, at least `min-bytes` large, its producer carries no
     `offload.keep` and is not in `deny-ops`, and no other returned value
-    (a forward output or another saved result) shares its storage.
+    that stays on the device (a forward output, or a saved result kept for
+    its own reason) shares its storage. Saved results sharing one storage
+    are selected together, which frees it; `offload-insert-offloads` then
+    moves them as one copy where it can.
   }];
   let options = [
     Option<"minBytes", "min-bytes", "int64_t",
