@@ -79,6 +79,9 @@ SmallVector<Operation *> mlir::offload::getViewChain(Value source,
 bool mlir::offload::shouldShareCopy(Value source, ArrayRef<Value> members) {
   if (members.size() < 2)
     return false;
+  // One value saved several times: one copy of it, whatever its size.
+  if (llvm::all_of(members, [&](Value member) { return member == source; }))
+    return true;
   std::optional<int64_t> sourceBytes =
       getTensorSizeInBytes(source.getType());
   if (!sourceBytes)
@@ -164,16 +167,20 @@ mlir::offload::findSharedStorageCopies(const TrainingStep &step,
   SmallVector<unsigned> sorted(offloaded);
   llvm::sort(sorted);
   sorted.erase(llvm::unique(sorted), sorted.end());
-  for (unsigned i : sorted)
-    if (Value source = getSharedCopySource(step.getSavedValue(i), body))
-      bySource[source].push_back(i);
+  for (unsigned i : sorted) {
+    // A value with no shared source still shares one copy with itself
+    // where it is saved twice.
+    Value value = step.getSavedValue(i);
+    Value source = getSharedCopySource(value, body);
+    bySource[source ? source : value].push_back(i);
+  }
   for (auto &[source, members] : bySource) {
     SmallVector<Value> values = llvm::map_to_vector(
         members, [&](unsigned i) { return step.getSavedValue(i); });
     if (!shouldShareCopy(source, values))
       continue;
     SharedStorageCopy copy{source, members, members.front(),
-                           *getTensorSizeInBytes(source.getType())};
+                           getTensorSizeInBytes(source.getType()).value_or(0)};
     for (unsigned i : members)
       if (step.getSavedValue(i) == source) {
         copy.leader = i;

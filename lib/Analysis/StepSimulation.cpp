@@ -345,7 +345,11 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
     } else if (isHostTensorType(saved.getType())) {
       link.buffer = -1;
     } else if (link.buffer >= 0 && shrinkable) {
+      // As findSharedStorageCopies: a value without a shared source still
+      // shares one copy with itself where it is saved twice.
       link.copySource = getSharedCopySource(saved, forward);
+      if (!link.copySource)
+        link.copySource = saved;
     }
   }
 

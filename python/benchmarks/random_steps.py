@@ -765,6 +765,13 @@ def check_structure(text: str) -> list[str]:
         elif "offload.kept" not in attrs:
             problems.append(f"@{fwd.name} saved result #{i} is neither offloaded nor "
                             "marked offload.kept")
+    # One storage, one copy: a value saved twice (or views sharing a copy)
+    # travels as one host value, returned once.
+    host_returned = [ret_operands[i] for i, (ty, _) in enumerate(fwd.results)
+                     if i >= n_out and i < len(ret_operands) and is_host(ty)]
+    for v in sorted({v for v in host_returned if host_returned.count(v) > 1}):
+        problems.append(f"@{fwd.name} returns the host value {v} "
+                        f"{host_returned.count(v)} times")
     # Saved types arrive unchanged in backward.
     for i, (ty, _) in enumerate(fwd.results[n_out:]):
         if i >= len(bwd.args) or bwd.args[i][1] != ty:

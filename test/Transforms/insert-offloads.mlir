@@ -85,6 +85,30 @@ func.func @backward(%a: tensor<256xf32>, %b: tensor<256xf32>) -> tensor<256xf32>
 
 // -----
 
+// The same for a value of dynamic shape: a copy of a value saved twice is
+// one copy of itself, whatever its size.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: -> (tensor<?xf32>, tensor<?xf32, #offload.host>)
+// CHECK: %[[E:.*]] = math.exp
+// CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[E]]
+// CHECK: return %{{.*}}, %[[H]] :
+// CHECK-LABEL: func @backward
+// CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu
+// CHECK-NEXT: arith.addf %[[L]], %[[L]]
+func.func @forward(%x: tensor<?xf32>)
+    -> (tensor<?xf32>, tensor<?xf32> {offload.selected}, tensor<?xf32> {offload.selected})
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %0 = math.exp %x : tensor<?xf32>
+  %1 = math.tanh %x : tensor<?xf32>
+  return %1, %0, %0 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
+}
+func.func @backward(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = arith.addf %a, %b : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
 // An op that writes its operand in place returns that operand's storage
 // (trace.op with `mutates`, like aten.relu_): a later read of its result is a
 // read of the saved storage, so the offload goes after it, not before.

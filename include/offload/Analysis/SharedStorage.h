@@ -23,8 +23,9 @@
 //   level of forward and owns its whole storage: it is the storage root, or
 //   an in-place result of it (same type). Members reached through an
 //   in-place write on the way keep one copy each: the write is real work.
-// - At least two saved results share the source (the same value saved
-//   twice counts), all of static shape.
+// - At least two saved results share the source, all of static shape. A
+//   value saved twice is one copy of itself whatever its shape or path (no
+//   view to re-apply, no more bytes).
 // - The source's bytes are at most the bytes of its distinct members
 //   together, so merging never moves more bytes than one copy per member:
 //   three whole-storage views (or q, k, v covering a fused projection) move
@@ -56,7 +57,7 @@ struct SharedStorageCopy {
   /// the source is saved, else the first member. The other members leave
   /// the step's interface.
   unsigned leader = 0;
-  /// Bytes of the copy (the source's).
+  /// Bytes of the copy (the source's; 0 if its shape is dynamic).
   int64_t bytes = 0;
 };
 
@@ -68,12 +69,14 @@ struct SharedStorageCopy {
 Value getSharedCopySource(Value value, Block &forwardBody);
 
 /// The view ops leading from `source` to `value`, source side first; empty
-/// when `value` is `source`. `source` must be getSharedCopySource(value).
+/// when `value` is `source`. `source` is getSharedCopySource(value), or
+/// `value` itself.
 SmallVector<Operation *> getViewChain(Value source, Value value);
 
 /// Whether saved values `members` (with repeats for a value saved twice),
 /// all with shared copy source `source`, move as one copy: at least two,
-/// and `source` no larger than their distinct values together.
+/// and `source` no larger than their distinct values together (or all of
+/// them `source` itself).
 bool shouldShareCopy(Value source, ArrayRef<Value> members);
 
 /// Whether offload-insert-offloads may drop saved results from `step`'s

@@ -296,8 +296,9 @@ private:
     int64_t bytes = 0;
     /// The saved value in forward (whose view closure the offload follows).
     Value value;
-    /// getSharedCopySource(value), where the step's interface may shrink
-    /// (canShrinkSavedInterface); null otherwise or once offloaded.
+    /// getSharedCopySource(value), or the value itself if it has none,
+    /// where the step's interface may shrink (canShrinkSavedInterface);
+    /// null otherwise or once offloaded.
     Value copySource;
     /// First and last backward op that reads the link; -1 if none. The
     /// first is where offload-insert-loads loads it: the first real use, or

@@ -12,7 +12,8 @@
 // checks that every output verifies and parses again to the same text, that
 // every copy start is waited once and every wait comes before the uses of
 // its value, that loads and offloads sit where the passes promise, that
-// every saved result is offloaded or says why it is kept, that no budget
+// every saved result is offloaded or says why it is kept, that no host
+// value is returned twice (one storage, one copy), that no budget
 // plan predicts a peak above its budget, that every met budget is met again
 // by a looser one with a predicted step no slower (plan monotonicity), and
 // that plan=hidden slows the predicted step by at most 1%. For each
