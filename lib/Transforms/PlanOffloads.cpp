@@ -7,7 +7,8 @@
 // Guarantees: only ever narrows the selection of offload-find-saved-
 // activations. A selected saved result it does not keep selected gets
 // `offload.kept = "plan: <why>"`. Saved results sharing a storage are kept
-// or offloaded together. With plan=budget, the cost model's predicted peak
+// or offloaded together, and predicted as one copy where
+// offload-insert-offloads will move them as one (StepModel::planFor). With plan=budget, the cost model's predicted peak
 // device memory of the resulting plan is at most the budget, or the pass
 // fails with an error giving the smallest peak it could reach. With
 // plan=hidden, the predicted step time grows by at most max-slowdown. The

@@ -21,7 +21,8 @@
 // its last use is over and its D2H copy has completed (or, with
 // Release::AtWait, at its offload's wait); a loaded value occupies device
 // memory from its load's issue (before the compute stream waits there, for
-// the load itself if it is synchronous) to its last use.
+// the load itself if it is synchronous) to its last use, which for a copy
+// shared by several saved views (SharedStorage.h) is the last use of any.
 //
 //===----------------------------------------------------------------------===//
 
