@@ -113,7 +113,8 @@ static bool onlyCalled(FunctionOpInterface function, Operation *forward,
             forward->getAttr(OffloadDialect::kBackwardAttrName))
       continue;
     auto call = dyn_cast<CallOpInterface>(use.getUser());
-    if (!call)
+    // Per-argument attributes would go out of step with erased arguments.
+    if (!call || call.getArgAttrsAttr())
       return false;
     calls.push_back(call);
   }
@@ -137,7 +138,10 @@ bool mlir::offload::canShrinkSavedInterface(const TrainingStep &step) {
   };
   unsigned numOutputs = step.getNumOutputs();
   for (CallOpInterface call : forwardCalls) {
-    if (call->getNumResults() != forward.getNumResults())
+    // offload-insert-offloads rebuilds the call with fewer results: one
+    // whose results carry attributes, or that has regions, stays as it is.
+    if (call->getNumResults() != forward.getNumResults() ||
+        call->getNumRegions() != 0 || call.getResAttrsAttr())
       return false;
     for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
       for (OpOperand &use : call->getResult(numOutputs + i).getUses()) {
