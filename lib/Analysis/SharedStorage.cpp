@@ -82,8 +82,7 @@ bool mlir::offload::shouldShareCopy(Value source, ArrayRef<Value> members) {
   // One value saved several times: one copy of it, whatever its size.
   if (llvm::all_of(members, [&](Value member) { return member == source; }))
     return true;
-  std::optional<int64_t> sourceBytes =
-      getTensorSizeInBytes(source.getType());
+  std::optional<int64_t> sourceBytes = getTensorSizeInBytes(source.getType());
   if (!sourceBytes)
     return false;
   int64_t memberBytes = 0;
@@ -150,8 +149,8 @@ bool mlir::offload::canShrinkSavedInterface(const TrainingStep &step) {
         auto backwardCall = cast<CallOpInterface>(use.getOwner());
         // It must be the backward argument of the same saved index.
         OperandRange args = backwardCall.getArgOperands();
-        if (args.empty() || use.getOperandNumber() <
-                                args.getBeginOperandIndex() ||
+        if (args.empty() ||
+            use.getOperandNumber() < args.getBeginOperandIndex() ||
             use.getOperandNumber() - args.getBeginOperandIndex() != i)
           return false;
       }
@@ -192,8 +191,9 @@ mlir::offload::findSharedStorageCopies(const TrainingStep &step,
       }
     copies.push_back(std::move(copy));
   }
-  llvm::sort(copies, [](const SharedStorageCopy &a, const SharedStorageCopy &b) {
-    return a.members.front() < b.members.front();
-  });
+  llvm::sort(copies,
+             [](const SharedStorageCopy &a, const SharedStorageCopy &b) {
+               return a.members.front() < b.members.front();
+             });
   return copies;
 }

@@ -94,7 +94,8 @@ static void rebuildMembers(const TrainingStep &step,
                                   shared.source.getType(), leader);
   IRMapping mapping;
   mapping.map(shared.source, load.getResult());
-  auto rebuiltName = builder.getStringAttr(OffloadDialect::kRebuiltViewAttrName);
+  auto rebuiltName =
+      builder.getStringAttr(OffloadDialect::kRebuiltViewAttrName);
   for (unsigned member : shared.members) {
     BlockArgument arg = step.getBackwardArgument(member);
     if (llvm::all_of(arg.getUsers(),
@@ -107,8 +108,8 @@ static void rebuildMembers(const TrainingStep &step,
       // The other operands are constants (getSharedCopySource).
       for (Value operand : view->getOperands())
         if (!mapping.contains(operand))
-          mapping.map(operand, builder.clone(*operand.getDefiningOp())
-                                   ->getResult(0));
+          mapping.map(operand,
+                      builder.clone(*operand.getDefiningOp())->getResult(0));
       Operation *clone = builder.clone(*view, mapping);
       clone->setAttr(rebuiltName, builder.getUnitAttr());
     }
@@ -137,7 +138,8 @@ static void dropSavedResults(const TrainingStep &step,
       if (!call)
         continue;
       MutableOperandRange args = call.getArgOperandsMutable();
-      for (unsigned arg : llvm::reverse(llvm::to_vector(droppedArgs.set_bits())))
+      for (unsigned arg :
+           llvm::reverse(llvm::to_vector(droppedArgs.set_bits())))
         args.erase(arg);
     }
   Operation *ret = step.getForwardReturn();
@@ -148,20 +150,19 @@ static void dropSavedResults(const TrainingStep &step,
   // only the backward arguments just removed.
   if (std::optional<SymbolTable::UseRange> uses =
           SymbolTable::getSymbolUses(forward, moduleOp))
-    for (const SymbolTable::SymbolUse &use :
-         llvm::to_vector(*uses)) {
+    for (const SymbolTable::SymbolUse &use : llvm::to_vector(*uses)) {
       Operation *call = use.getUser();
       SmallVector<Value> kept;
       for (OpResult result : call->getResults())
         if (!dropped.test(result.getResultNumber()))
           kept.push_back(result);
       OpBuilder builder(call);
-      Operation *replacement = Operation::create(
-          call->getLoc(), call->getName(), forward.getResultTypes(),
-          call->getOperands(),
-          NamedAttrList(call->getDiscardableAttrDictionary()),
-          call->getPropertiesStorage(), call->getSuccessors(),
-          call->getNumRegions());
+      Operation *replacement =
+          Operation::create(call->getLoc(), call->getName(),
+                            forward.getResultTypes(), call->getOperands(),
+                            NamedAttrList(call->getDiscardableAttrDictionary()),
+                            call->getPropertiesStorage(), call->getSuccessors(),
+                            call->getNumRegions());
       builder.insert(replacement);
       for (auto [from, to] : llvm::zip_equal(kept, replacement->getResults()))
         from.replaceAllUsesWith(to);

@@ -8,11 +8,12 @@
 // activations. A selected saved result it does not keep selected gets
 // `offload.kept = "plan: <why>"`. Saved results sharing a storage are kept
 // or offloaded together, and predicted as one copy where
-// offload-insert-offloads will move them as one (StepModel::planFor). With plan=budget, the cost model's predicted peak
-// device memory of the resulting plan is at most the budget, or the pass
-// fails with an error giving the smallest peak it could reach. With
-// plan=hidden, the predicted step time grows by at most max-slowdown. The
-// plan=all default changes nothing.
+// offload-insert-offloads will move them as one (StepModel::planFor). With
+// plan=budget, the cost model's predicted peak device memory of the
+// resulting plan is at most the budget, or the pass fails with an error
+// giving the smallest peak it could reach. With plan=hidden, the predicted
+// step time grows by at most max-slowdown. The plan=all default changes
+// nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -424,10 +425,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         return result;
       for (StepModel::PlannedLoad load : model.getPlannedLoads(candidate.links))
         result = std::max(
-            result, *offloaded +
-                        model.getMinCopySeconds(PlannedCopy::Kind::Load,
-                                                load.bytes) +
-                        computeEnd - model.getComputeStart(load.wait));
+            result,
+            *offloaded +
+                model.getMinCopySeconds(PlannedCopy::Kind::Load, load.bytes) +
+                computeEnd - model.getComputeStart(load.wait));
       return result;
     };
     // The simulation of the last batch prefix that fit.
