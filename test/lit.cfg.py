@@ -87,3 +87,8 @@ tools = [
     ToolSubst("host-mlir-opt", config.host_mlir_opt),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The mlir-opt plugin is built only when the project links libMLIR.so
+# (MLIR_LINK_MLIR_DYLIB), like the host tool.
+if config.offload_has_plugin:
+    config.available_features.add("plugin")

@@ -1,3 +1,4 @@
+// REQUIRES: plugin
 // Debian's mlir-opt loads the project as one plugin and runs the same pipeline.
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations | FileCheck %s
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations="min-bytes=16384 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
