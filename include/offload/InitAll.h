@@ -7,10 +7,10 @@
 #ifndef OFFLOAD_INITALL_H
 #define OFFLOAD_INITALL_H
 
-#include "offload/Analysis/Views.h"
 #include "offload/Conversion/Passes.h"
 #include "offload/Dialect/Offload/Transforms/BufferizableOpInterfaceImpl.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Dialect/Trace/IR/TraceDialect.h"
 #include "offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -24,7 +24,7 @@ namespace offload {
 /// The project's dialects and the interface models its passes rely on.
 inline void registerAllOffloadDialects(DialectRegistry &registry) {
   registry.insert<OffloadDialect, trace::TraceDialect, tensor::TensorDialect>();
-  registerTensorViewExternalModels(registry);
+  registerTensorStorageViewExternalModels(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
   registerBufferDeallocationOpInterfaceExternalModels(registry);
   registerConvertOffloadToLLVMInterface(registry);

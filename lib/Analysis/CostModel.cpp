@@ -8,6 +8,7 @@
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Interfaces/TracedOpInterface.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -199,23 +200,18 @@ static std::optional<unsigned> getCausalArgIndex(StringRef target) {
       .Default(std::nullopt);
 }
 
-static bool isCausalAttention(Operation *op, StringRef target) {
-  if (auto kwargs = op->getAttrOfType<DictionaryAttr>("kwargs"))
-    if (auto causal = kwargs.getAs<BoolAttr>("is_causal"))
-      return causal.getValue();
-  auto args = op->getAttrOfType<ArrayAttr>("args");
-  std::optional<unsigned> index = getCausalArgIndex(target);
-  if (!args || !index || *index >= args.size())
-    return false;
-  auto causal = dyn_cast<BoolAttr>(args[*index]);
+static bool isCausalAttention(TracedOpInterface op) {
+  auto causal = dyn_cast_or_null<BoolAttr>(
+      op.getArgument("is_causal", getCausalArgIndex(op.getTarget())));
   return causal && causal.getValue();
 }
 
 /// FLOPs of a traced ATen op from its shapes, or nullopt if it is not a
 /// matmul, attention or convolution; `isAttention` says which.
-static std::optional<double> getTracedFlops(Operation *op, StringRef target,
+static std::optional<double> getTracedFlops(TracedOpInterface traced,
                                             bool &isAttention) {
-  StringRef base = target;
+  Operation *op = traced;
+  StringRef base = traced.getTarget();
   if (base.starts_with("aten."))
     base = base.drop_front(5);
   base = base.split('.').first;
@@ -249,7 +245,7 @@ static std::optional<double> getTracedFlops(Operation *op, StringRef target,
     double flops = 4.0 * rows * double(k[k.size() - 2]) * double(q.back());
     if (base.contains("backward"))
       flops *= 2.5;
-    if (isCausalAttention(op, target))
+    if (isCausalAttention(traced))
       flops *= 0.5;
     isAttention = true;
     return flops;
@@ -308,8 +304,8 @@ OpCost CostModel::estimate(Operation *op) const {
 
   std::optional<double> flops;
   bool isAttention = false;
-  if (auto target = op->getAttrOfType<StringAttr>("target")) {
-    flops = getTracedFlops(op, target.getValue(), isAttention);
+  if (auto traced = dyn_cast<TracedOpInterface>(op)) {
+    flops = getTracedFlops(traced, isAttention);
     cost.bytes = operandAndResultBytes(op);
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     flops = getLinalgFlops(linalgOp);
@@ -320,9 +316,9 @@ OpCost CostModel::estimate(Operation *op) const {
       cost.bytes += tensorBytes(type);
   } else {
     // Unknown op: memory bound, the least time it can take. That is the
-    // conservative side for hiding copies under it.
+    // conservative side for hiding copies under it. (Traced ops took the
+    // branch above.)
     cost.known = op->getDialect() &&
-                 op->getDialect()->getNamespace() != "trace" &&
                  (isa<linalg::LinalgDialect>(op->getDialect()) ||
                   op->getDialect()->getNamespace() == "arith" ||
                   op->getDialect()->getNamespace() == "math" ||

@@ -7,6 +7,7 @@
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Interfaces/TracedOpInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -21,11 +22,10 @@ std::optional<int64_t> mlir::offload::getTensorSizeInBytes(Type type) {
   return getStorageBytes(type);
 }
 
-/// The framework op a traced op stands for (its `target` attribute, as the
-/// trace dialect spells it), or the MLIR op name.
+/// The framework op a traced op stands for, or the MLIR op name.
 static StringRef getOpKind(Operation *op) {
-  if (auto target = op->getAttrOfType<StringAttr>("target"))
-    return target.getValue();
+  if (auto traced = dyn_cast<TracedOpInterface>(op))
+    return traced.getTarget();
   return op->getName().getStringRef();
 }
 
@@ -34,8 +34,9 @@ std::string mlir::offload::describeProducer(Value value) {
     return llvm::formatv("argument #{0}", arg.getArgNumber()).str();
   Operation *op = value.getDefiningOp();
   std::string text = getOpKind(op).str();
-  if (auto node = op->getAttrOfType<StringAttr>("node"))
-    text += " \"" + node.getValue().str() + "\"";
+  if (auto traced = dyn_cast<TracedOpInterface>(op))
+    if (std::optional<StringRef> node = traced.getNode())
+      text += " \"" + node->str() + "\"";
   return text;
 }
 

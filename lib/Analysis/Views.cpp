@@ -5,9 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Analysis/Views.h"
+#include "offload/Interfaces/StorageViewOpInterface.h"
 
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
@@ -16,6 +15,9 @@ using namespace mlir;
 using namespace mlir::offload;
 
 Value mlir::offload::getViewSource(Operation *op) {
+  if (auto view = dyn_cast<StorageViewOpInterface>(op))
+    return view.getViewSource();
+  // Buffers: a memref view says so through the upstream interface.
   if (auto view = dyn_cast<ViewLikeOpInterface>(op))
     return view.getViewSource();
   return nullptr;
@@ -98,28 +100,4 @@ Operation *mlir::offload::findFirstUserInBlock(ArrayRef<Value> values,
     }
   }
   return first;
-}
-
-namespace {
-/// A tensor op whose bufferized form aliases operand 0.
-template <typename OpTy>
-struct TensorViewModel
-    : public ViewLikeOpInterface::ExternalModel<TensorViewModel<OpTy>, OpTy> {
-  Value getViewSource(Operation *op) const { return op->getOperand(0); }
-};
-} // namespace
-
-void mlir::offload::registerTensorViewExternalModels(
-    DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::ExpandShapeOp::attachInterface<
-        TensorViewModel<tensor::ExpandShapeOp>>(*ctx);
-    tensor::CollapseShapeOp::attachInterface<
-        TensorViewModel<tensor::CollapseShapeOp>>(*ctx);
-    tensor::ExtractSliceOp::attachInterface<
-        TensorViewModel<tensor::ExtractSliceOp>>(*ctx);
-    tensor::ReshapeOp::attachInterface<TensorViewModel<tensor::ReshapeOp>>(
-        *ctx);
-    tensor::CastOp::attachInterface<TensorViewModel<tensor::CastOp>>(*ctx);
-  });
 }

@@ -14,8 +14,8 @@
 
 #include "offload-c/Pipeline.h"
 
-#include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Dialect/Trace/IR/TraceDialect.h"
 #include "offload/Transforms/Passes.h"
 
@@ -75,7 +75,7 @@ static void registerPipelineDialects(DialectRegistry &registry) {
                   tensor::TensorDialect, linalg::LinalgDialect,
                   memref::MemRefDialect, affine::AffineDialect,
                   bufferization::BufferizationDialect>();
-  offload::registerTensorViewExternalModels(registry);
+  offload::registerTensorStorageViewExternalModels(registry);
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Analysis/SavedActivations.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -29,6 +30,12 @@ namespace {
 struct FindSavedActivations
     : public offload::impl::FindSavedActivationsBase<FindSavedActivations> {
   using Base::Base;
+
+  // The views of tensor ops this pass must see as views (see Views.h).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
+  }
 
   void runOnOperation() override {
     SmallVector<TrainingStep> steps;

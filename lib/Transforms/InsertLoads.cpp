@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Analysis/Views.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -54,6 +55,12 @@ static void placeSingleLoad(BlockArgument arg, Block &body) {
 
 namespace {
 struct InsertLoads : public offload::impl::InsertLoadsBase<InsertLoads> {
+  // The views of tensor ops this pass must see as views (see Views.h).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
+  }
+
   void runOnOperation() override {
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))

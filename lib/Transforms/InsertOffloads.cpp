@@ -20,6 +20,7 @@
 
 #include "offload/Analysis/SharedStorage.h"
 #include "offload/Analysis/Views.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -256,6 +257,12 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
 
 namespace {
 struct InsertOffloads : public offload::impl::InsertOffloadsBase<InsertOffloads> {
+
+  // The views of tensor ops this pass must see as views (see Views.h).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
+  }
   void runOnOperation() override {
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))

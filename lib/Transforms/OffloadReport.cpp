@@ -20,6 +20,7 @@
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Views.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 #include "offload_support/ByteSize.h"
 
@@ -381,6 +382,12 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
 namespace {
 struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
   using Base::Base;
+
+  // The views of tensor ops this pass must see as views (see Views.h).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
+  }
 
   /// Where a report for a standard stream (`output` is "" or "-") goes
   /// instead, when set (createOffloadReport with a stream: in-process

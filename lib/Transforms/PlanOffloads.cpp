@@ -19,6 +19,7 @@
 
 #include "PassDeviceProfile.h"
 #include "offload/Analysis/StepSimulation.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 #include "offload_support/ByteSize.h"
 
@@ -279,6 +280,12 @@ static bool exceeds(double bound, double limit) {
 namespace {
 struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   using Base::Base;
+
+  // The views of tensor ops this pass must see as views (see Views.h).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
+  }
 
   void runOnOperation() override {
     PlanMode mode = plan;

@@ -20,6 +20,7 @@
 
 #include "offload/Analysis/Effects.h"
 #include "offload/Analysis/Views.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -177,7 +178,8 @@ struct ReorderBackward : public offload::impl::ReorderBackwardBase<ReorderBackwa
   using Base::Base;
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    registerTensorViewExternalModels(registry);
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
   }
 
   void runOnOperation() override {

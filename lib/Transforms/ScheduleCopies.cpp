@@ -39,6 +39,7 @@
 #include "offload/Analysis/Effects.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Views.h"
+#include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -197,6 +198,12 @@ namespace {
 struct ScheduleCopies
     : public offload::impl::ScheduleCopiesBase<ScheduleCopies> {
   using Base::Base;
+
+  // The views of tensor ops this pass must see as views (see Views.h).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerTensorStorageViewExternalModels(registry);
+  }
 
   void runOnOperation() override {
     FailureOr<DeviceProfile> profile =

@@ -97,3 +97,21 @@ func.func @forward_in_place(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256
 func.func @backward(%a: tensor<256xf32>) {
   return
 }
+
+// -----
+
+// Only traced ops (TracedOpInterface) name a framework op: an attribute
+// that happens to be called `target` on another op is not read as one.
+// CHECK-LABEL: func @forward_target_attr
+// CHECK-SAME: tensor<1024xf32> {offload.selected}
+// OPTS-LABEL: func @forward_target_attr
+// OPTS-SAME: tensor<1024xf32> {offload.selected}
+func.func @forward_target_attr(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>)
+    attributes {offload.backward = @backward_target_attr, offload.num_outputs = 1 : i64} {
+  %0 = math.exp %x {target = "aten.mm.default"} : tensor<1024xf32>
+  %1 = math.tanh %0 : tensor<1024xf32>
+  return %1, %0 : tensor<1024xf32>, tensor<1024xf32>
+}
+func.func @backward_target_attr(%a: tensor<1024xf32>) {
+  return
+}

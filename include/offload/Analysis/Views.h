@@ -7,10 +7,12 @@
 // A view shares storage with its source: keeping a view alive keeps the
 // source's memory alive, and a view is not a real consumer of the data. The
 // result of an op that writes an operand in place and returns it shares that
-// operand's storage too, but is a real consumer. Views
-// are recognised through ViewLikeOpInterface only; tensor reshapes, slices and
-// casts get that interface as external models from
-// registerTensorViewExternalModels, so the passes carry no op lists.
+// operand's storage too, but is a real consumer. Views are recognised through
+// interfaces only, so the passes carry no op lists: the project's
+// StorageViewOpInterface for tensors (trace.view implements it; tensor
+// reshapes, slices and casts get it from
+// registerTensorStorageViewExternalModels), and upstream's
+// ViewLikeOpInterface for buffers (memref views).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +23,6 @@
 #include "mlir/IR/Value.h"
 
 namespace mlir {
-class DialectRegistry;
-
 namespace offload {
 
 /// The source `op` views, if `op` is a view; null otherwise.
@@ -56,10 +56,6 @@ Operation *findLastUserInBlock(ArrayRef<Value> values, Block &block,
 /// The earliest op in `block` that uses any of `values`, with the same
 /// conventions.
 Operation *findFirstUserInBlock(ArrayRef<Value> values, Block &block);
-
-/// Attaches ViewLikeOpInterface to the tensor ops that bufferize to views
-/// (expand_shape, collapse_shape, extract_slice, reshape, cast).
-void registerTensorViewExternalModels(DialectRegistry &registry);
 
 } // namespace offload
 } // namespace mlir

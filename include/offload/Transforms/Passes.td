@@ -125,8 +125,9 @@ def ReorderBackward : Pass<"offload-reorder-backward", "ModuleOp"> {
   let summary = "Move views of saved values next to their first real consumer";
   let description = [{
     In each backward function, sinks the views of saved values (ops
-    implementing `ViewLikeOpInterface`, which covers `trace.view` and tensor
-    reshapes, slices and casts) down to just before their first real
+    implementing the project's `StorageViewOpInterface`, which covers
+    `trace.view` and tensor reshapes, slices and casts, or, for buffers,
+    `ViewLikeOpInterface`) down to just before their first real
     consumer, so the load of the saved value can sit there too. The result
     is a stable topological order: every other op keeps its relative order,
     dominance holds, and no view moves across an op whose effects do not

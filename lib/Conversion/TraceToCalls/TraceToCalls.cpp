@@ -84,10 +84,9 @@ struct ConvertTraceToCalls
       if (isa<trace::OpOp, trace::ViewOp>(op))
         traced.push_back(op);
     });
-    for (Operation *op : traced) {
-      StringRef target = op->getAttrOfType<StringAttr>("target").getValue();
-      convertToCall(op, target, callees);
-    }
+    for (Operation *op : traced)
+      convertToCall(op, cast<offload::TracedOpInterface>(op).getTarget(),
+                    callees);
   }
 };
 } // namespace

@@ -12,7 +12,8 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "offload/Interfaces/StorageViewOpInterface.h"
+#include "offload/Interfaces/TracedOpInterface.h"
 
 #include "offload/Dialect/Trace/IR/TraceOpsDialect.h.inc"
 

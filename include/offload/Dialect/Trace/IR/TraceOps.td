@@ -10,7 +10,8 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
-include "mlir/Interfaces/ViewLikeInterface.td"
+include "offload/Interfaces/StorageViewOpInterface.td"
+include "offload/Interfaces/TracedOpInterface.td"
 
 def Trace_Dialect : Dialect {
   let name = "trace";
@@ -22,8 +23,10 @@ def Trace_Dialect : Dialect {
     call's non-tensor arguments as attributes, with `#trace.operand<i>`
     marking where tensor operand `i` goes. `trace.view` is the same for
     ops whose result aliases their source (`aten.view`, `aten.t`, ...); it
-    implements `ViewLikeOpInterface`. A `trace.op` is free of side effects
-    unless it lists the operands it mutates in `mutates`.
+    implements the project's `StorageViewOpInterface`. Both implement
+    `TracedOpInterface`, through which the analyses read `target`, `node`,
+    `args` and `kwargs`. A `trace.op` is free of side effects unless it lists
+    the operands it mutates in `mutates`.
   }];
   let useDefaultAttributePrinterParser = 1;
 }
@@ -58,7 +61,7 @@ class Trace_Op<string mnemonic, list<Trait> traits = []>
     : Op<Trace_Dialect, mnemonic, traits>;
 
 def Trace_OpOp : Trace_Op<"op", [
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, TracedOpInterface]> {
   let summary = "A framework op, named by its target";
   let description = [{
     Calls the framework op `target` on `inputs`. `node` is the name of the
@@ -91,7 +94,8 @@ def Trace_OpOp : Trace_Op<"op", [
 }
 
 def Trace_ViewOp : Trace_Op<"view", [
-    Pure, DeclareOpInterfaceMethods<ViewLikeOpInterface, ["getViewSource"]>]> {
+    Pure, TracedOpInterface,
+    DeclareOpInterfaceMethods<StorageViewOpInterface>]> {
   let summary = "A framework op whose result aliases its source";
   let description = [{
     Like `trace.op`, for framework ops that return a view of their first
