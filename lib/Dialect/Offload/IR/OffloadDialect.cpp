@@ -7,6 +7,9 @@
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Offload/IR/TrainingStep.h"
 
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
+#include "mlir/Dialect/Bufferization/IR/BufferDeallocationOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -36,6 +39,20 @@ void OffloadDialect::initialize() {
 #include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
       >();
   registerTypes();
+
+  // The models of upstream interfaces live with the code that needs them
+  // (OffloadDialectTransforms: bufferization and buffer deallocation;
+  // OffloadToLLVM: convert-to-llvm), so that the dialect does not link
+  // them. Promising them makes a tool that loads the dialect without
+  // registering them fail with a message naming the interface, instead of
+  // bufferizing, deallocating or lowering the ops as unknown ones (MLIR
+  // checks promises in builds with assertions).
+  declarePromisedInterfaces<bufferization::BufferizableOpInterface,
+                            OffloadToCpuOp, LoadToGpuOp, OffloadStartOp,
+                            LoadStartOp, WaitOp>();
+  declarePromisedInterfaces<bufferization::BufferDeallocationOpInterface,
+                            OffloadBufferOp, OffloadStartOp>();
+  declarePromisedInterface<ConvertToLLVMPatternInterface, OffloadDialect>();
 }
 
 //===----------------------------------------------------------------------===//

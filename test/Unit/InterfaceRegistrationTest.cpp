@@ -1,0 +1,108 @@
+//===- InterfaceRegistrationTest.cpp - Models are promised or depended on -===//
+//
+// Part of offload-mlir, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+//
+// The offload dialect promises the models of upstream interfaces that live in
+// other libraries (so a tool that forgets them gets MLIR's error naming the
+// interface, in builds with assertions), and registerAllOffloadDialects
+// resolves every promise. The passes that read tensor views register the
+// tensor storage-view models themselves, so they see views even in a context
+// that was given no registry.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/InitAll.h"
+#include "offload/Interfaces/StorageViewOpInterface.h"
+#include "offload/Transforms/Passes.h"
+
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
+#include "mlir/Dialect/Bufferization/IR/BufferDeallocationOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::offload;
+
+namespace {
+
+using bufferization::BufferDeallocationOpInterface;
+using bufferization::BufferizableOpInterface;
+
+/// Unresolved promises of `dialect`: the (op or dialect, interface) pairs the
+/// project's registration functions must resolve.
+std::vector<bool> promises(Dialect *dialect) {
+  return {
+      dialect->hasPromisedInterface<OffloadToCpuOp, BufferizableOpInterface>(),
+      dialect->hasPromisedInterface<LoadToGpuOp, BufferizableOpInterface>(),
+      dialect->hasPromisedInterface<OffloadStartOp, BufferizableOpInterface>(),
+      dialect->hasPromisedInterface<LoadStartOp, BufferizableOpInterface>(),
+      dialect->hasPromisedInterface<WaitOp, BufferizableOpInterface>(),
+      dialect->hasPromisedInterface<OffloadBufferOp,
+                                    BufferDeallocationOpInterface>(),
+      dialect->hasPromisedInterface<OffloadStartOp,
+                                    BufferDeallocationOpInterface>(),
+      dialect->hasPromisedInterface<OffloadDialect,
+                                    ConvertToLLVMPatternInterface>(),
+  };
+}
+
+TEST(OffloadDialect, PromisesItsExternalModels) {
+  MLIRContext context;
+  Dialect *dialect = context.getOrLoadDialect<OffloadDialect>();
+  for (bool promised : promises(dialect))
+    EXPECT_TRUE(promised);
+}
+
+TEST(OffloadDialect, RegisterAllResolvesThePromises) {
+  DialectRegistry registry;
+  registerAllOffloadDialects(registry);
+  MLIRContext context(registry);
+  Dialect *dialect = context.getOrLoadDialect<OffloadDialect>();
+  for (bool promised : promises(dialect))
+    EXPECT_FALSE(promised);
+}
+
+TEST(StorageViews, PassesRegisterTheTensorModels) {
+  MLIRContext context;
+  context.loadDialect<func::FuncDialect, tensor::TensorDialect>();
+  // %1 views forward output #0, so offloading it would free nothing.
+  const char *ir = R"mlir(
+    func.func @forward() -> (tensor<256xf32>, tensor<16x16xf32>)
+        attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+      %0 = tensor.empty() : tensor<256xf32>
+      %1 = tensor.expand_shape %0 [[0, 1]] output_shape [16, 16]
+          : tensor<256xf32> into tensor<16x16xf32>
+      return %0, %1 : tensor<256xf32>, tensor<16x16xf32>
+    }
+    func.func @backward(%a: tensor<16x16xf32>) {
+      return
+    }
+  )mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(ir, &context);
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(createFindSavedActivations());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+
+  auto forward = module->lookupSymbol<func::FuncOp>("forward");
+  auto kept = forward.getResultAttrOfType<StringAttr>(1, "offload.kept");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept.getValue(), "shares storage with forward output #0");
+  std::optional<RegisteredOperationName> expand =
+      RegisteredOperationName::lookup(TypeID::get<tensor::ExpandShapeOp>(),
+                                      &context);
+  ASSERT_TRUE(expand);
+  EXPECT_TRUE(expand->hasInterface<StorageViewOpInterface>());
+}
+
+} // namespace
