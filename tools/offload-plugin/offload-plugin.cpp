@@ -6,13 +6,16 @@
 //
 //   mlir-opt-22 --load-dialect-plugin=OffloadPlugin.so \
 //               --load-pass-plugin=OffloadPlugin.so \
-//               --offload-activations[="min-bytes=4096 report=text"]
+//               --pass-pipeline="builtin.module(offload-activations{min-bytes=4096 report=text})"
 //
-// mlir-opt builds its per-pass flags before any plugin is loaded, so a
-// plugin's passes are otherwise reachable only through --pass-pipeline. The
-// plugin therefore also registers an `--offload-activations` flag while mlir-opt
-// is still parsing its command line (LLVM's parser sees options registered
-// mid-parse), and the flag fills in mlir-opt's own --pass-pipeline.
+// The dialects, their interface models and every pass and pipeline of the
+// project, registered as mlir-opt's plugin interfaces expect. mlir-opt builds
+// its per-pass flags before any plugin is loaded, so plugin passes are named
+// in --pass-pipeline, as upstream's standalone example does. The plugin adds
+// no flags of its own: an earlier version turned `--offload-activations` into
+// an occurrence of --pass-pipeline, which made mlir-opt refuse every
+// individual pass flag next to it and let a later --pass-pipeline silently
+// replace the offload pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,38 +24,9 @@
 #include "mlir/Tools/Plugins/DialectPlugin.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Compiler.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-
-static void setHostPassPipeline(const std::string &options) {
-  auto &registered = llvm::cl::getRegisteredOptions();
-  auto it = registered.find("pass-pipeline");
-  if (it == registered.end()) {
-    llvm::errs() << "offload plugin: this tool has no --pass-pipeline; use its "
-                    "own way of naming the 'offload-activations' pipeline\n";
-    return;
-  }
-  std::string pipeline = "builtin.module(offload-activations";
-  if (!options.empty())
-    pipeline += "{" + options + "}";
-  pipeline += ")";
-  it->second->addOccurrence(/*pos=*/0, "pass-pipeline", pipeline);
-}
-
-static void registerPipelineFlag() {
-  if (llvm::cl::getRegisteredOptions().count("offload-activations"))
-    return;
-  static llvm::cl::opt<std::string> flag(
-      "offload-activations", llvm::cl::ValueOptional,
-      llvm::cl::desc("Run the offload-activations pipeline (options as in "
-                     "--pass-pipeline, e.g. =\"min-bytes=4096 report=text\")"),
-      llvm::cl::value_desc("options"), llvm::cl::callback([](const std::string &options) {
-        setHostPassPipeline(options);
-      }));
-}
 
 extern "C" LLVM_ATTRIBUTE_WEAK DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
@@ -63,8 +37,6 @@ mlirGetDialectPluginInfo() {
 }
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
-  return {MLIR_PLUGIN_API_VERSION, "OffloadPasses", LLVM_VERSION_STRING, []() {
-            offload::registerAllOffloadPasses();
-            registerPipelineFlag();
-          }};
+  return {MLIR_PLUGIN_API_VERSION, "OffloadPasses", LLVM_VERSION_STRING,
+          []() { offload::registerAllOffloadPasses(); }};
 }
