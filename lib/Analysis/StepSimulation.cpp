@@ -677,50 +677,51 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads,
   // plan's predicted peak where it was. Later offloads first: the D2H queue
   // behind them is longer.
   constexpr double kWaitSlack = 0.05;
-  SmallVector<int64_t> liveAt;
-  SimulationResult before = simulate(plan, &liveAt);
-  SmallVector<unsigned> pending;
-  DenseMap<unsigned, unsigned> targetOf;
+  struct Sink {
+    unsigned copy;
+    /// Where the wait was placed, and the first position it may not pass.
+    unsigned from, limit;
+  };
+  SmallVector<Sink> sinks;
   for (auto [index, end] : llvm::zip_equal(offloads, ends)) {
-    if (plan.copies[index].waitPos >= numForwardOps)
+    unsigned from = plan.copies[index].waitPos;
+    if (from >= numForwardOps)
       continue;
-    pending.push_back(index);
-    targetOf[index] =
-        std::lower_bound(startTimes.begin(),
-                         startTimes.begin() + numForwardOps,
-                         end * (1 + kWaitSlack)) -
-        startTimes.begin();
+    unsigned limit = std::lower_bound(startTimes.begin(),
+                                      startTimes.begin() + numForwardOps,
+                                      end * (1 + kWaitSlack)) -
+                     startTimes.begin();
+    sinks.push_back({index, from, limit});
   }
-  if (pending.empty())
+  if (sinks.empty())
     return;
-  llvm::stable_sort(pending, [&](unsigned a, unsigned b) {
-    return plan.copies[a].waitPos > plan.copies[b].waitPos;
+  llvm::stable_sort(sinks, [](const Sink &a, const Sink &b) {
+    return a.from > b.from;
   });
-  SmallVector<unsigned> placed;
-  for (unsigned index : pending) {
-    PlannedCopy &copy = plan.copies[index];
-    placed.push_back(copy.waitPos);
+  SmallVector<int64_t> liveAt;
+  int64_t peak = simulate(plan, &liveAt).peakBytes;
+  for (const Sink &sink : sinks) {
+    PlannedCopy &copy = plan.copies[sink.copy];
     // The latest position, not another wait (as placed above), with room
     // at every position between. The wait's own position already counts
     // the source as it starts (the release comes before the op's results).
-    unsigned pos = copy.waitPos;
+    unsigned pos = sink.from;
     for (unsigned next = pos;
-         next < targetOf[index] &&
-         liveAt[next] + (next == copy.waitPos ? 0 : copy.bytes) <=
-             before.peakBytes;) {
+         next < sink.limit &&
+         liveAt[next] + (next == sink.from ? 0 : copy.bytes) <= peak;) {
       ++next;
       if (next == numForwardOps || !isa<WaitOp>(ops[next].op))
         pos = next;
     }
-    for (unsigned p = copy.waitPos; p < pos; ++p)
+    for (unsigned p = sink.from; p < pos; ++p)
       liveAt[p] += copy.bytes;
     copy.waitPos = pos;
   }
   // liveAt is per position and the releases move to later times, so the
   // bound is checked once more on the whole plan.
-  if (simulate(plan).peakBytes > before.peakBytes)
-    for (auto [index, waitPos] : llvm::zip_equal(pending, placed))
-      plan.copies[index].waitPos = waitPos;
+  if (simulate(plan).peakBytes > peak)
+    for (const Sink &sink : sinks)
+      plan.copies[sink.copy].waitPos = sink.from;
 }
 
 bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
