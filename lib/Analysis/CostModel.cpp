@@ -44,6 +44,16 @@ double DeviceProfile::getCopySeconds(int64_t bytes, bool toDevice) const {
   return copyLatency + double(bytes) / (toDevice ? h2dBandwidth : d2hBandwidth);
 }
 
+DeviceProfile DeviceProfile::withCopyMargin(double margin) const {
+  DeviceProfile slower = *this;
+  double factor = 1 + margin;
+  slower.d2hBandwidth /= factor;
+  slower.h2dBandwidth /= factor;
+  slower.bothWaysBandwidth /= factor;
+  slower.copyLatency *= factor;
+  return slower;
+}
+
 FailureOr<DeviceProfile> DeviceProfile::loadJson(StringRef path,
                                                  std::string &error) {
   auto buffer = llvm::MemoryBuffer::getFile(path);

@@ -25,6 +25,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.plan = options.plan;
     plan.budget = options.budget;
     plan.maxSlowdown = options.maxSlowdown;
+    plan.copyMargin = options.copyMargin;
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.deviceProfile = options.deviceProfile;

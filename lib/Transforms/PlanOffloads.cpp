@@ -26,6 +26,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <cmath>
 #include <map>
 #include <queue>
 
@@ -301,6 +302,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
              "plan=hidden";
       return signalPassFailure();
     }
+    if (!(copyMargin >= 0) || !std::isfinite(copyMargin)) {
+      emitError(getOperation().getLoc())
+          << "copy-margin must be a finite fraction >= 0, got " << copyMargin;
+      return signalPassFailure();
+    }
     if (mode == PlanMode::All) {
       markAllAnalysesPreserved();
       return;
@@ -324,7 +330,12 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
-    CostModel costModel(*profile);
+    // plan=hidden keeps a value only if its copies stay hidden even when
+    // they run copy-margin longer than predicted (or compute that much
+    // faster); the report predicts with the profile as it is.
+    CostModel costModel(mode == PlanMode::Hidden
+                            ? profile->withCopyMargin(copyMargin)
+                            : *profile);
     for (const TrainingStep &step : steps)
       if (failed(planStep(step, costModel, execution, mode, *inflight)))
         return signalPassFailure();

@@ -42,7 +42,8 @@
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-SCHED
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden max-slowdown=0.01 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN1
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN-NOMARGIN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden max-slowdown=0.01 copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN1
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=15GiB report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-BUDGET
 // RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true budget=13GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
 
@@ -50,10 +51,14 @@
 // L8-NEXT: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 618.694 ms (exposed copies 458.670 ms)
 // L8-SCHED: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 562.113 ms (exposed copies 402.089 ms)
 // L8-PEAK: "peak_bytes_after": 15039725696,
-// By default plan=hidden allows no predicted slowdown. Here that plan also
-// reaches the lower peak (14.07 against 14.15 GiB): more, smaller copies.
-// L8-HIDDEN: total: offloaded 38 values, 4.0 GiB; kept 223 values, 14.3 GiB
-// L8-HIDDEN-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 160.024 ms -> 160.024 ms (exposed copies 0.0 us)
+// By default plan=hidden allows no predicted slowdown, even with every copy
+// 5% slower (copy-margin): 3.8 instead of 4.0 GiB offloaded. The peak is
+// lower all the same (14.01, 14.07 and 14.15 GiB below): the predicted peak
+// is not monotone in what is offloaded.
+// L8-HIDDEN: total: offloaded 37 values, 3.8 GiB; kept 225 values, 14.4 GiB
+// L8-HIDDEN-NEXT: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 160.024 ms (exposed copies 0.0 us)
+// L8-HIDDEN-NOMARGIN: total: offloaded 38 values, 4.0 GiB; kept 223 values, 14.3 GiB
+// L8-HIDDEN-NOMARGIN-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 160.024 ms -> 160.024 ms (exposed copies 0.0 us)
 // At most 1% slower: 161.620 <= 1.01 x 160.024 = 161.624 ms.
 // L8-HIDDEN1: total: offloaded 24 values, 4.1 GiB; kept 246 values, 14.0 GiB
 // L8-HIDDEN1-NEXT: peak device memory 16.7 GiB -> 14.1 GiB; step 160.024 ms -> 161.620 ms (exposed copies 1.596 ms)

@@ -59,6 +59,10 @@ struct DeviceProfile {
   double getFlopsPerSecond(Type elementType) const;
   /// Seconds a copy of `bytes` takes alone on the link.
   double getCopySeconds(int64_t bytes, bool toDevice) const;
+  /// This profile with every copy taking `margin` (a fraction) longer: the
+  /// link's bandwidths divided, and the copy latency multiplied, by
+  /// 1 + margin. Compute is unchanged.
+  DeviceProfile withCopyMargin(double margin) const;
 
   /// Reads a JSON profile; keys present override the defaults (see
   /// docs/cost-model.md). Fails with a message in `error`.

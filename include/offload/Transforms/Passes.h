@@ -55,6 +55,11 @@ struct OffloadPipelineOptions
       *this, "max-slowdown",
       llvm::cl::desc("plan=hidden: largest predicted step time increase"),
       llvm::cl::init(defaults::kMaxSlowdown)};
+  PassOptions::Option<double> copyMargin{
+      *this, "copy-margin",
+      llvm::cl::desc("plan=hidden: plan as if every copy took this fraction "
+                     "longer; the report's prediction is unchanged"),
+      llvm::cl::init(defaults::kCopyMargin)};
   PassOptions::Option<bool> schedule{
       *this, "schedule",
       llvm::cl::desc("Split copies into start/wait and hoist load starts "
