@@ -21,6 +21,7 @@
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
+#include "offload/Dialect/Trace/IR/TraceDialect.h"
 #include "offload/Transforms/Passes.h"
 #include "offload_support/ByteSize.h"
 
@@ -76,9 +77,18 @@ struct Prediction {
   int64_t d2hBytes = 0, h2dBytes = 0;
 };
 
+/// A backward op that computes again what forward computed (`trace.op`
+/// with `recomputed`), and its predicted time on the compute stream.
+struct RecomputedOp {
+  Position position;
+  std::string node;
+  double seconds = 0;
+};
+
 struct StepReport {
   std::string forward, backward;
   std::vector<SavedEntry> saved;
+  std::vector<RecomputedOp> recomputed;
   Prediction prediction;
 };
 } // namespace
@@ -225,6 +235,36 @@ static StepReport buildReport(const TrainingStep &step,
   return report;
 }
 
+/// The backward ops marked `recomputed`, with their predicted time (as the
+/// step model runs them: a fused memory-bound op may cost nothing of its
+/// own). A forward op so marked is an error: forward computes a value for
+/// the first time.
+static LogicalResult findRecomputed(const TrainingStep &step,
+                                    const StepModel &model,
+                                    std::vector<RecomputedOp> &recomputed) {
+  for (Operation &op : step.getForward().getFunctionBody().front())
+    if (auto traced = dyn_cast<trace::OpOp>(op); traced && traced.getRecomputed())
+      return traced.emitError()
+             << "'recomputed' marks a backward op that computes a forward "
+                "value again; this op is in forward @"
+             << step.getForward().getName();
+  OpIndex index;
+  indexOps(step.getBackward().getFunctionBody().front(), index);
+  for (Operation &op : step.getBackward().getFunctionBody().front()) {
+    auto traced = dyn_cast<trace::OpOp>(op);
+    if (!traced || !traced.getRecomputed())
+      continue;
+    RecomputedOp entry;
+    entry.position = positionOf(&op, index);
+    entry.node = traced.getNode().value_or("").str();
+    if (std::optional<unsigned> pos = model.getPosition(&op))
+      entry.seconds =
+          model.getComputeStart(*pos + 1) - model.getComputeStart(*pos);
+    recomputed.push_back(std::move(entry));
+  }
+  return success();
+}
+
 static Prediction predict(const StepModel &model, const SimulationResult &before,
                           const SimulationResult &after, StringRef device) {
   Prediction prediction;
@@ -298,6 +338,16 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                         offloaded, formatBytes(offloadedBytes),
                         report.saved.size() - offloaded,
                         formatBytes(keptBytes));
+    if (!report.recomputed.empty()) {
+      double seconds = 0;
+      for (const RecomputedOp &r : report.recomputed)
+        seconds += r.seconds;
+      os << llvm::formatv("recomputed in backward: {0} ops, predicted {1}:",
+                          report.recomputed.size(), formatSeconds(seconds));
+      for (const RecomputedOp &r : report.recomputed)
+        os << llvm::formatv(" #{0} {1}", r.position.index, r.position.op);
+      os << "\n";
+    }
     const Prediction &p = report.prediction;
     os << llvm::formatv("predicted ({0}): moved {1} to host and {2} back; "
                         "peak device memory {3} -> {4}; step {5} -> {6} "
@@ -353,10 +403,21 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
       }
       saved.push_back(std::move(entry));
     }
+    llvm::json::Array recomputedOps;
+    double recomputeSeconds = 0;
+    for (const RecomputedOp &r : report.recomputed) {
+      recomputedOps.push_back(llvm::json::Object{{"index", r.position.index},
+                                                 {"op", r.position.op},
+                                                 {"node", r.node},
+                                                 {"seconds", r.seconds}});
+      recomputeSeconds += r.seconds;
+    }
     steps.push_back(llvm::json::Object{
         {"forward", report.forward},
         {"backward", report.backward},
         {"saved", std::move(saved)},
+        {"recomputed", std::move(recomputedOps)},
+        {"recompute_seconds", recomputeSeconds},
         {"offloaded_values", offloaded},
         {"offloaded_bytes", offloadedBytes},
         {"predicted",
@@ -420,6 +481,8 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
       SimulationResult before = model->simulate(model->getEmptyPlan());
       SimulationResult after = model->simulate(model->getPlanInIR());
       reports.push_back(buildReport(step, &*model, &after));
+      if (failed(findRecomputed(step, *model, reports.back().recomputed)))
+        return signalPassFailure();
       reports.back().prediction = predict(*model, before, after, profile->name);
     }
 

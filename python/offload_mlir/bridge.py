@@ -92,6 +92,10 @@ class OffloadOptions:
     report: str | None = None  # None, "text", "json", or a file path
     max_inflight_bytes: str | None = None
     compiler: str = "inductor"  # or "aot_eager"
+    # Inductor's activation_memory_budget for this backend's partitions
+    # (None: torch's own setting): the fraction of the saved bytes the
+    # partitioner keeps, recomputing the rest in backward.
+    recompute_budget: float | None = None
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -104,6 +108,12 @@ class OffloadOptions:
             raise ValueError("min_bytes must be a non-negative int")
         if self.budget is not None:
             _budget_option(self.budget)
+        if self.recompute_budget is not None and (
+                isinstance(self.recompute_budget, bool)
+                or not isinstance(self.recompute_budget, (int, float))
+                or not 0 <= self.recompute_budget <= 1):
+            raise ValueError("recompute_budget must be a fraction in [0, 1], "
+                             f"not {self.recompute_budget!r}")
 
     def resolved_device_profile(self) -> str | None:
         """`device_profile`, or the packaged profile measured on this kind of
@@ -217,7 +227,12 @@ class OffloadPartitioner(CustomPartitionerFn):
     def __call__(self, gm, joint_inputs, **kwargs):
         from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-        fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        if self.options.recompute_budget is None:
+            fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        else:
+            with torch._functorch.config.patch(
+                    activation_memory_budget=float(self.options.recompute_budget)):
+                fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
         num_fwd_outputs = int(kwargs["num_fwd_outputs"])
         try:
             new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, self.options)
@@ -369,6 +384,7 @@ def backend(
     report: str | None = None,
     max_inflight_bytes: str | None = None,
     compiler: str = "inductor",
+    recompute_budget: float | None = None,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -377,13 +393,18 @@ def backend(
     string like "20GiB", or a fraction of the predicted peak), `schedule`,
     `device_profile` (a JSON profile; default: the H100 one), `report`
     (None, "text", "json", or a file path to append to),
-    `max_inflight_bytes`, and `compiler` ("inductor", or "aot_eager" for
-    debugging: the same partitioner with no code generation).
+    `max_inflight_bytes`, `compiler` ("inductor", or "aot_eager" for
+    debugging: the same partitioner with no code generation), and
+    `recompute_budget` (Inductor's `activation_memory_budget` for these
+    graphs: recompute in backward what the partitioner chooses, then
+    offload from what it saves; the report lists the recomputed ops and
+    their predicted time).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
         budget=budget, schedule=schedule, device_profile=device_profile,
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
+        recompute_budget=recompute_budget,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

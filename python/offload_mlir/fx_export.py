@@ -13,7 +13,9 @@ The IR contract (DESIGN.md, "The traced training IR"):
   the single tensor operand), with attributes `node` (FX node name), `args`
   and `kwargs` (non-tensor arguments as attributes, tensor operands as
   `#trace.operand<i>`), `mutates` (operands written in place, from the
-  schema), and, for multi-result ops, `result_names` / `result_indices`.
+  schema), for multi-result ops, `result_names` / `result_indices`, and
+  `recomputed` on a backward op that computes a forward node's value again
+  (the partitioner's recomputation: same node name and target in both);
 
 Tracing runs under FakeTensorMode, so no device memory is allocated: a
 Llama-3-8B layer at 8x1024 tokens in bf16 traces on any machine that can
@@ -483,6 +485,8 @@ class _FunctionEmitter:
         self.return_refs: list[_Value] = []
         self.return_indices: list[int] = []
         self.num_fx_returns = 0
+        # Names of the nodes that compute a forward value again (backward).
+        self.recomputed: set[str] = set()
 
     def note(self, msg: str) -> None:
         self.notes.append(msg)
@@ -669,6 +673,8 @@ class _FunctionEmitter:
             attrs.append(f"kwargs = {rec.kwargs}")
         if rec.mutates:
             attrs.append("mutates = array<i64: " + ", ".join(map(str, rec.mutates)) + ">")
+        if rec.kind == "op" and rec.node.name in self.recomputed:
+            attrs.append("recomputed")
         if rec.result_names is not None:
             attrs.append(
                 "result_names = [" + ", ".join(mlir_string(n) for n in rec.result_names) + "]"
@@ -782,6 +788,14 @@ def _emit(
     # nodes; AOTAutograd puts saved symints before saved tensors in
     # backward, so order is taken from forward, not from the placeholders).
     bwd = _FunctionEmitter(bw_graph, backward_name, generic)
+    # The partitioner copies the joint graph's nodes into both graphs under
+    # their joint names: a backward node with a forward node's name and
+    # target computes that forward value again (recomputation).
+    forward_targets = {n.name: n.target for n in _ops_in(fw_graph)
+                       if n.op == "call_function"}
+    bwd.recomputed = {n.name for n in _ops_in(bw_graph)
+                      if n.op == "call_function"
+                      and forward_targets.get(n.name, None) is n.target}
     placeholders = [n for n in bw_graph.nodes if n.op == "placeholder"]
     by_name = {n.name: n for n in placeholders}
     ordered: list[fx.Node] = []

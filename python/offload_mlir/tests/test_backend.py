@@ -226,6 +226,16 @@ def test_options_are_checked():
     assert "release=at-wait" in inductor and "fuse-memory-bound=true" in inductor
     eager = OffloadOptions(compiler="aot_eager").pipeline_options().split()
     assert "release=at-wait" in eager and "fuse-memory-bound=true" not in eager
+    for bad in (-0.1, 1.5, True, "0.5"):
+        with pytest.raises(ValueError, match="recompute_budget"):
+            OffloadOptions(recompute_budget=bad)
+    assert OffloadPartitioner_uuid(recompute_budget=0.5) != OffloadPartitioner_uuid()
+
+
+def OffloadPartitioner_uuid(**options):
+    from offload_mlir.bridge import OffloadOptions, OffloadPartitioner
+
+    return OffloadPartitioner(OffloadOptions(**options)).uuid()
 
 
 def test_dump_dir_gets_the_exported_ir(offload_mlir, tmp_path, monkeypatch):
@@ -414,3 +424,44 @@ def test_bit_identical_with_a_recompute_budget(offload_mlir):
     assert torch.equal(loss, ref_loss)
     for name, g in ref_grads.items():
         assert torch.equal(grads[name], g), name
+
+
+def test_recompute_budget_option_and_recomputed_ops_in_the_report(offload_mlir):
+    """`recompute_budget` is Inductor's activation_memory_budget for the
+    backend's partitions: the same bits as Inductor under that budget, and
+    the report names the ops backward computes again, with their predicted
+    time."""
+
+    def run(backend, budget=None):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        cfg = models.LlamaConfig(hidden=128, heads=4, kv_heads=2, ffn=384)
+        model = models.LlamaLM(cfg, 2, 32, 512, device="cpu", dtype=torch.bfloat16)
+        tokens = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(1))
+        step = torch.compile(model, backend=backend, dynamic=False)
+        patch = {"enable_autograd_cache": False}
+        if budget is not None:
+            patch["activation_memory_budget"] = budget
+        with torch._functorch.config.patch(**patch), \
+                torch._inductor.config.patch(fx_graph_cache=False):
+            loss = step(tokens[:, :-1], tokens[:, 1:])
+            loss.backward()
+        return loss.detach(), {n: p.grad for n, p in model.named_parameters()}
+
+    def recomputed():
+        (step,) = offload_mlir.last_report()["pipeline"]["steps"]
+        return step["recomputed"], step["recompute_seconds"]
+
+    run(offload_mlir.backend(plan="all", min_bytes=0))
+    ops_default, _ = recomputed()
+    ref_loss, ref_grads = run("inductor", budget=0.3)
+    loss, grads = run(offload_mlir.backend(plan="all", min_bytes=0, recompute_budget=0.3))
+    ops_budget, seconds = recomputed()
+    assert torch.equal(loss, ref_loss)
+    for name, g in ref_grads.items():
+        assert torch.equal(grads[name], g), name
+    # A lower budget recomputes more; each entry names its FX node and the
+    # backward op it is, and the total is the sum of the predicted times.
+    assert len(ops_budget) > len(ops_default)
+    assert all(op["node"] and op["index"] >= 0 and op["seconds"] >= 0 for op in ops_budget)
+    assert seconds == pytest.approx(sum(op["seconds"] for op in ops_budget)) and seconds > 0

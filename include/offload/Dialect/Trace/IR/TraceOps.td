@@ -69,7 +69,10 @@ def Trace_OpOp : Trace_Op<"op", [
     with `#trace.operand<i>` marking tensor operands; `mutates` lists the
     operands the op writes in place. Ops without `mutates` have no side
     effects; ops with it write the default resource, so no pass moves them
-    or moves other effects across them.
+    or moves other effects across them. `recomputed` marks a backward op
+    that computes again what a forward op computed (the framework's
+    partitioner chose to recompute the value instead of saving it); the
+    report lists these ops and their predicted time.
 
     Example:
 
@@ -85,7 +88,8 @@ def Trace_OpOp : Trace_Op<"op", [
     OptionalAttr<StrAttr>:$node,
     OptionalAttr<ArrayAttr>:$args,
     OptionalAttr<DictionaryAttr>:$kwargs,
-    OptionalAttr<DenseI64ArrayAttr>:$mutates);
+    OptionalAttr<DenseI64ArrayAttr>:$mutates,
+    UnitAttr:$recomputed);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
     $target `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
