@@ -52,6 +52,13 @@ the H100 (three pairs in a row: 1.024x, 1.041x, 1.034x). `--repeat N` runs
 the whole row list N times in turn, each round compared within itself, and
 the table adds each row's ratio to its baseline per round: median, min, max.
 
+`--paired A,B` times two compiled rows in one process instead: both models
+(the same weights) compiled, then their steps interleaved A B B A A B ...,
+so drift and periodic slow phases of the machine fall on both alike. It
+gives the ratio of each B step to the A steps next to it (median, quartiles,
+and the ratio of the medians) and each row's step times; no peak memory
+(both models are resident), no profile.
+
 Writes `<out>.json` (every figure, rewritten after each row so a cut-off run
 keeps what finished), `<out>.md` (the table) and `<out>.png` (peak memory
 against step time; needs matplotlib, else `--plot-from` draws it later).
@@ -689,6 +696,94 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
 # ---------------------------------------------------------------------------
 
 
+def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
+    """Two compiled rows in one process, their steps interleaved."""
+    import torch
+
+    from offload_mlir import models
+
+    for row in (row_a, row_b):
+        if not row.compiled or row.family not in ("compile", "offload-mlir"):
+            raise ValueError(f"--paired takes compile and offload-mlir rows, not {row.name}")
+    if row_a.options.get("amb") != row_b.options.get("amb"):
+        raise ValueError("--paired rows must share the recompute budget (amb=)")
+    device = args.device
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True)
+    if "amb" in row_a.options:
+        torch._functorch.config.activation_memory_budget = float(row_a.options["amb"])
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    cfg = models.LlamaConfig(hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
+                             ffn=args.ffn)
+    steps = []
+    for row in (row_a, row_b):
+        torch.manual_seed(0)
+        model = models.LlamaLM(cfg, args.layers, args.seq, args.vocab, device=device,
+                               dtype=dtype)
+        opt = (torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+               if args.optimizer == "adamw" else None)
+        backend = _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
+        steps.append((model, torch.compile(model, backend=backend, dynamic=False), opt))
+    g = torch.Generator().manual_seed(1)
+    data = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=g).to(device)
+            for _ in range(2)]
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def step(which: int, i: int) -> float:
+        model, compiled, opt = steps[which]
+        tokens = data[i % 2]
+        for p in model.parameters():
+            p.grad = None
+        sync()
+        t0 = time.perf_counter()
+        compiled(tokens[:, :-1], tokens[:, 1:]).backward()
+        if opt is not None:
+            opt.step()
+        sync()
+        return time.perf_counter() - t0
+
+    for i in range(args.warmup):
+        step(0, i)
+        step(1, i)
+    times: list[list[float]] = [[], []]
+    ratios = []
+    for i in range(args.steps):
+        # A B, then B A: each row goes first as often as the other.
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        got = {}
+        for which in order:
+            got[which] = step(which, args.warmup + i)
+            times[which].append(got[which])
+        ratios.append(got[1] / got[0])
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    return {
+        "rows": [row_a.name, row_b.name],
+        "steps": args.steps,
+        "step_s_all": times,
+        "step_s_median": [statistics.median(t) for t in times],
+        "ratio_all": ratios,
+        "ratio_median": statistics.median(ratios),
+        "ratio_q1": q[0], "ratio_q3": q[2],
+        "ratio_of_medians": statistics.median(times[1]) / statistics.median(times[0]),
+        "pairs_b_not_slower": sum(r <= 1 for r in ratios),
+    }
+
+
+def paired_table(doc: dict) -> str:
+    r = doc["paired"]
+    a, b = r["rows"]
+    ma, mb = (x * 1e3 for x in r["step_s_median"])
+    return (f"| pair | {a} (median) | {b} (median) | {b} / {a}: median of pairs | "
+            "quartiles | ratio of medians | pairs with B not slower |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |\n"
+            f"| {r['steps']} pairs | {ma:.1f} ms | {mb:.1f} ms | {r['ratio_median']:.3f}x | "
+            f"{r['ratio_q1']:.3f}x–{r['ratio_q3']:.3f}x | {r['ratio_of_medians']:.3f}x | "
+            f"{r['pairs_b_not_slower']} of {r['steps']} |\n")
+
+
 def baseline_of(results: list[dict], r: dict, other_runs: bool = False,
                 key: str = "baseline"):
     """The first measured row of `results` named by r's `key` ("baseline",
@@ -936,6 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the rows N times, in turn (each round a run of its own, "
                         "compared within itself): a ratio's spread across processes")
+    p.add_argument("--paired", metavar="A,B",
+                   help="time two compiled rows in one process, steps interleaved")
     p.add_argument("--out", default=None, help="path prefix for .json, .md and .png")
     p.add_argument("--plot-from", default=None, metavar="JSON",
                    help="only draw the PNG (next to JSON) from an earlier run")
@@ -991,6 +1088,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.row:
         result = run_row(args, parse_row(args.row))
         print("RESULT " + json.dumps(result), flush=True)
+        return 0
+
+    if args.paired:
+        try:
+            row_a, row_b = (parse_row(s) for s in args.paired.split(","))
+            doc = {"args": vars(args), **_machine(args),
+                   "paired": run_paired(args, row_a, row_b)}
+        except ValueError as e:
+            p.error(str(e))
+        text = paired_table(doc)
+        print(text)
+        if args.out:
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out + ".json", "w") as f:
+                json.dump(doc, f, indent=1)
+            with open(args.out + ".md", "w") as f:
+                f.write(text)
         return 0
 
     try:

@@ -221,3 +221,30 @@ def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
     assert [r["run"] for r in merged["results"]] == [1, 1, "2.1", "2.1", "2.2", "2.2"]
     assert bench.ratio_spread(merged["results"])["offload-mlir"] == pytest.approx(
         [1.01, 1.02, 1.0])
+
+
+def test_paired_rows_interleave_in_one_process(tmp_path):
+    capi = pytest.importorskip("offload_mlir.capi")
+    try:
+        capi.version()
+    except Exception as e:  # pragma: no cover - bridge not built
+        pytest.skip(f"bridge libraries not built: {e}")
+    out = tmp_path / "paired"
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--paired", "compile,offload-mlir:plan=all:min_bytes=0", "--steps", "4",
+         "--warmup", "1", "--out", str(out)],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(out.with_suffix(".json").read_text())["paired"]
+    assert r["rows"] == ["compile", "offload-mlir:plan=all:min_bytes=0"]
+    assert [len(t) for t in r["step_s_all"]] == [4, 4] and len(r["ratio_all"]) == 4
+    # Each ratio is the B step over the A step of its pair.
+    assert r["ratio_all"][1] == pytest.approx(r["step_s_all"][1][1] / r["step_s_all"][0][1])
+    assert r["ratio_q1"] <= r["ratio_median"] <= r["ratio_q3"]
+    assert "| 4 pairs |" in out.with_suffix(".md").read_text()
+    # Eager rows cannot be paired.
+    bad = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--paired", "eager,compile"], cwd=_PYTHON, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr

@@ -2,9 +2,11 @@
 # Runs the PyTorch bridge on the GPU machine, with the libraries built on the
 # development machine and staged into python/offload_mlir/_lib
 # (scripts/stage-python.sh; carry that folder). Writes logs and results to
-# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [ops] [smoke] [csan] [stress] [bench] [peers]
+# $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [ops] [smoke] [csan] [stress] [bench] [peers] [paired]
 # `peers` runs python -m offload_mlir.bench (PEERS_CONFIG, PEERS_ROWS, PEERS_ARGS;
 # carry bench-deps/ from scripts/fetch-bench-deps.sh for its torchtune row).
+# `paired` runs its --paired mode (PEERS_CONFIG, PAIRED_ROWS, default
+# compile,offload-mlir; PAIRED_ARGS, default --steps 60).
 # `calibrate` writes $OUT/h100-calibrated.json (and its .details.json); a later
 # `bench` plans its `<config>+calibrated` rows with it (with CALIBRATE_INSTALL=1,
 # every row: it replaces the packaged profile the bridge uses on an H100). BENCH_DUMP=1 keeps the exported IR of each graph.
@@ -57,6 +59,10 @@ for stage in $stages; do
            PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
              ${PEERS_ROWS:+--rows "$PEERS_ROWS"} ${PEERS_ARGS:-} --out "$OUT/peers-$cfg" \
              2>&1 | tee "$OUT/peers-$cfg.log" ;;
+    paired) cfg=${PEERS_CONFIG:-bf16x8}
+            PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
+              --paired "${PAIRED_ROWS:-compile,offload-mlir}" ${PAIRED_ARGS:---steps 60} \
+              --out "$OUT/paired-$cfg" 2>&1 | tee "$OUT/paired-$cfg.log" ;;
   esac
 done
 rm -f "$OUT"/*.md "$OUT"/smoke.log  # the .json files hold the same figures
