@@ -26,6 +26,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.budget = options.budget;
     plan.maxSlowdown = options.maxSlowdown;
     plan.copyMargin = options.copyMargin;
+    plan.maxInterference = options.maxInterference;
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.deviceProfile = options.deviceProfile;

@@ -79,8 +79,9 @@ class OffloadOptions:
     """The pipeline's options, with the bridge's defaults.
 
     `plan="hidden"` by default: offload only what the cost model predicts
-    the host link hides under compute, so the default never predicts a
-    slower step. `plan="all"` offloads every eligible saved value;
+    the host link hides under compute: no predicted exposed copy, and kernels
+    slowed by the copies beside them (where the device profile prices that)
+    at most 1% of the step. `plan="all"` offloads every eligible saved value;
     `plan="budget"` (or any `budget=`) fits a device-memory budget.
     """
 

@@ -52,6 +52,11 @@ inline constexpr PlanMode kPlan = PlanMode::All;
 /// hides entirely. On the H100 a plan allowed 1% kept a copy whose predicted
 /// 1.76 ms stall was measured at 1.77 ms, for 0.09 GiB more off the peak.
 inline constexpr double kMaxSlowdown = 0.0;
+/// `max-interference` of plan=hidden: kernels slowed by copies beside them
+/// may cost at most 1% of the step (with the H100 profile's
+/// copy_interference of 0.018, about 2.9 GiB copied each way in a 180 ms
+/// step).
+inline constexpr double kMaxInterference = 0.01;
 /// `copy-margin` of plan=hidden: plan as if every copy took 5% longer. The
 /// model's forward ran 2.5% long on the H100 (58.6 against 57.1 ms), so a
 /// plan whose D2H queue the model ends just before forward does stalled

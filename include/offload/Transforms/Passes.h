@@ -55,6 +55,11 @@ struct OffloadPipelineOptions
       *this, "max-slowdown",
       llvm::cl::desc("plan=hidden: largest predicted step time increase"),
       llvm::cl::init(defaults::kMaxSlowdown)};
+  PassOptions::Option<double> maxInterference{
+      *this, "max-interference",
+      llvm::cl::desc("plan=hidden: largest predicted step time increase from "
+                     "kernels slowed by copies beside them"),
+      llvm::cl::init(defaults::kMaxInterference)};
   PassOptions::Option<double> copyMargin{
       *this, "copy-margin",
       llvm::cl::desc("plan=hidden: plan as if every copy took this fraction "

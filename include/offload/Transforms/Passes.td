@@ -219,8 +219,10 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     `offload-insert-offloads`. With `plan=all` it changes nothing. With
     `plan=hidden` it keeps offloading only values whose copies the cost
     model predicts the link can hide under compute (the step gets at most
-    `max-slowdown` slower) even if every copy took `copy-margin` longer
-    than the device profile says. With `plan=budget` (implied by `budget=`) it
+    `max-slowdown` slower from exposed copies, and at most `max-interference`
+    slower from kernels slowed by the copies beside them, the profile's
+    `copy_interference`) even if every copy took `copy-margin` longer than
+    the device profile says. With `plan=budget` (implied by `budget=`) it
     picks the values to offload so the predicted peak device memory fits
     `budget` with the least predicted step time: greedily by bytes freed at
     the peak per second of added step time, then dropping offloads that are
@@ -239,6 +241,10 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     Option<"maxSlowdown", "max-slowdown", "double",
            /*default=*/"::mlir::offload::defaults::kMaxSlowdown",
            "plan=hidden: largest predicted step time increase, as a fraction">,
+    Option<"maxInterference", "max-interference", "double",
+           /*default=*/"::mlir::offload::defaults::kMaxInterference",
+           "plan=hidden: largest predicted step time increase from kernels "
+           "slowed by copies beside them (copy_interference), as a fraction">,
     Option<"copyMargin", "copy-margin", "double",
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
            "plan=hidden: choose values as if every copy took this fraction "
