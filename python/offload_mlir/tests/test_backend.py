@@ -395,6 +395,26 @@ def test_generated_code_issues_copies_where_the_ir_put_them(offload_mlir, monkey
         assert max(moves) <= 4 and sum(moves) <= len(moves) * 1.5, (kind, moves)
 
 
+def _train_small_llama(backend, recompute_budget=None):
+    """One step of a 2-layer bf16 LlamaLM on CPU under torch.compile with
+    `backend`, Inductor's recompute budget set to `recompute_budget` if
+    given: the loss and the gradients."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    cfg = models.LlamaConfig(hidden=128, heads=4, kv_heads=2, ffn=384)
+    model = models.LlamaLM(cfg, 2, 32, 512, device="cpu", dtype=torch.bfloat16)
+    tokens = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(1))
+    step = torch.compile(model, backend=backend, dynamic=False)
+    patch = {"enable_autograd_cache": False}
+    if recompute_budget is not None:
+        patch["activation_memory_budget"] = recompute_budget
+    with torch._functorch.config.patch(**patch), \
+            torch._inductor.config.patch(fx_graph_cache=False):
+        loss = step(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+    return loss.detach(), {n: p.grad for n, p in model.named_parameters()}
+
+
 def test_bit_identical_with_a_recompute_budget(offload_mlir):
     """With Inductor's recompute budget the partition saves cheap pointwise
     values (RMSNorm inputs, the embedding's output). Offloaded, such a value
@@ -403,23 +423,10 @@ def test_bit_identical_with_a_recompute_budget(offload_mlir):
     recomputes it inside its other consumers and the loss changes in the
     last bits (found on the H100 at budget 0.7, reproduced here in bf16)."""
 
-    def run(backend):
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        cfg = models.LlamaConfig(hidden=128, heads=4, kv_heads=2, ffn=384)
-        model = models.LlamaLM(cfg, 2, 32, 512, device="cpu", dtype=torch.bfloat16)
-        tokens = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(1))
-        step = torch.compile(model, backend=backend, dynamic=False)
-        with torch._functorch.config.patch(activation_memory_budget=0.7,
-                                           enable_autograd_cache=False), \
-                torch._inductor.config.patch(fx_graph_cache=False):
-            loss = step(tokens[:, :-1], tokens[:, 1:])
-            loss.backward()
-        return loss.detach(), {n: p.grad for n, p in model.named_parameters()}
-
     offload_mlir.reset_runtime_stats()
-    ref_loss, ref_grads = run("inductor")
-    loss, grads = run(offload_mlir.backend(plan="all", min_bytes=0))
+    ref_loss, ref_grads = _train_small_llama("inductor", recompute_budget=0.7)
+    loss, grads = _train_small_llama(offload_mlir.backend(plan="all", min_bytes=0),
+                                     recompute_budget=0.7)
     assert offload_mlir.runtime_stats()["d2h_bytes"] > 0
     assert torch.equal(loss, ref_loss)
     for name, g in ref_grads.items():
@@ -432,30 +439,15 @@ def test_recompute_budget_option_and_recomputed_ops_in_the_report(offload_mlir):
     the report names the ops backward computes again, with their predicted
     time."""
 
-    def run(backend, budget=None):
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        cfg = models.LlamaConfig(hidden=128, heads=4, kv_heads=2, ffn=384)
-        model = models.LlamaLM(cfg, 2, 32, 512, device="cpu", dtype=torch.bfloat16)
-        tokens = torch.randint(0, 512, (2, 33), generator=torch.Generator().manual_seed(1))
-        step = torch.compile(model, backend=backend, dynamic=False)
-        patch = {"enable_autograd_cache": False}
-        if budget is not None:
-            patch["activation_memory_budget"] = budget
-        with torch._functorch.config.patch(**patch), \
-                torch._inductor.config.patch(fx_graph_cache=False):
-            loss = step(tokens[:, :-1], tokens[:, 1:])
-            loss.backward()
-        return loss.detach(), {n: p.grad for n, p in model.named_parameters()}
-
     def recomputed():
         (step,) = offload_mlir.last_report()["pipeline"]["steps"]
         return step["recomputed"], step["recompute_seconds"]
 
-    run(offload_mlir.backend(plan="all", min_bytes=0))
+    _train_small_llama(offload_mlir.backend(plan="all", min_bytes=0))
     ops_default, _ = recomputed()
-    ref_loss, ref_grads = run("inductor", budget=0.3)
-    loss, grads = run(offload_mlir.backend(plan="all", min_bytes=0, recompute_budget=0.3))
+    ref_loss, ref_grads = _train_small_llama("inductor", recompute_budget=0.3)
+    loss, grads = _train_small_llama(
+        offload_mlir.backend(plan="all", min_bytes=0, recompute_budget=0.3))
     ops_budget, seconds = recomputed()
     assert torch.equal(loss, ref_loss)
     for name, g in ref_grads.items():

@@ -71,12 +71,17 @@ def test_checksum_sees_order_and_bits():
     assert bench._grad_checksum(torch, a)[0] != bench._grad_checksum(torch, b)[0]
 
 
-def test_cpu_rows_train_and_compare(tmp_path):
+def _require_bridge():
+    """Skips the test when the bridge's libraries are not built."""
     capi = pytest.importorskip("offload_mlir.capi")
     try:
         capi.version()
     except Exception as e:  # pragma: no cover - bridge not built
         pytest.skip(f"bridge libraries not built: {e}")
+
+
+def test_cpu_rows_train_and_compare(tmp_path):
+    _require_bridge()
     out = tmp_path / "tiny"
     rows = ("eager,checkpoint,layer-group:min_bytes=0,compile,"
             "offload-mlir:plan=all:min_bytes=0,torchtune")
@@ -224,11 +229,7 @@ def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
 
 
 def test_paired_rows_interleave_in_one_process(tmp_path):
-    capi = pytest.importorskip("offload_mlir.capi")
-    try:
-        capi.version()
-    except Exception as e:  # pragma: no cover - bridge not built
-        pytest.skip(f"bridge libraries not built: {e}")
+    _require_bridge()
     out = tmp_path / "paired"
     proc = subprocess.run(
         [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
