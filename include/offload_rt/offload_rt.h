@@ -306,6 +306,12 @@ typedef struct offload_rt_stats {
   uint64_t pool_stalls;            /* host waited for pending frees */
   uint64_t throttles;              /* host waited for max_in_flight */
   uint64_t device_releases;        /* device buffers released after copy */
+  /* Device memory allocated through offload_rt (offload_rt_device_alloc,
+   * loads into runtime-allocated buffers, the MLIR allocation wrappers) and
+   * not yet freed, and its peak since creation or the last reset. A
+   * stream-ordered free counts once its stream has reached it. */
+  uint64_t device_in_use_bytes;
+  uint64_t device_peak_bytes;
 } offload_rt_stats;
 
 /* Copy and wait times count copies already seen complete: call

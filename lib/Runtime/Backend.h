@@ -18,6 +18,8 @@
 
 #include "offload_rt/offload_rt.h"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 namespace offload_rt {
@@ -68,6 +70,27 @@ public:
 
   /// Test hook (sim only): the nth next call named `call` fails.
   virtual offload_rt_status injectFailure(const char *call, int nth);
+
+  /// Device bytes allocated by mallocAsync and not yet freed, and their
+  /// high-water mark. An allocation counts from the mallocAsync call (at or
+  /// before the stream reaches it), a free once the stream has reached it
+  /// (the memory is free for reuse only then).
+  uint64_t getDeviceInUseBytes() const { return deviceInUse_.load(); }
+  uint64_t getDevicePeakBytes() const { return devicePeak_.load(); }
+  /// The peak restarts from what is in use now.
+  void resetDevicePeak() { devicePeak_.store(deviceInUse_.load()); }
+
+protected:
+  void noteDeviceAlloc(uint64_t bytes) {
+    uint64_t now = deviceInUse_.fetch_add(bytes) + bytes;
+    uint64_t peak = devicePeak_.load();
+    while (now > peak && !devicePeak_.compare_exchange_weak(peak, now)) {
+    }
+  }
+  void noteDeviceFree(uint64_t bytes) { deviceInUse_.fetch_sub(bytes); }
+
+private:
+  std::atomic<uint64_t> deviceInUse_{0}, devicePeak_{0};
 };
 
 std::unique_ptr<Backend> createSimBackend(const offload_rt_options &opts);

@@ -647,6 +647,8 @@ offload_rt_status offload_rt_context::stats(offload_rt_stats *out) {
   out->pinned_peak_in_use_bytes = pool_.peakInUseBytes();
   out->host_live_bytes = liveBytes_;
   out->pool_chunks = pool_.chunks().size();
+  out->device_in_use_bytes = backend->getDeviceInUseBytes();
+  out->device_peak_bytes = backend->getDevicePeakBytes();
   return OFFLOAD_RT_SUCCESS;
 }
 
@@ -654,6 +656,7 @@ void offload_rt_context::resetStats() {
   stats_ = offload_rt_stats{};
   stats_.host_peak_live_bytes = liveBytes_;
   pool_.resetPeak();
+  backend->resetDevicePeak();
 }
 
 // Best effort: keeps going past failures so that memory is released, and

@@ -24,6 +24,9 @@ std::unique_ptr<Backend> createCudaBackend(const offload_rt_options &,
 
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <unordered_map>
+
 namespace offload_rt {
 namespace {
 
@@ -132,22 +135,50 @@ public:
                            stream(s));
   }
   offload_rt_status mallocAsync(void **out, size_t bytes, Stream s) override {
-    if (managed_)
-      return OFFLOAD_RT_CUDA(cudaMallocManaged, out, bytes,
-                             cudaMemAttachGlobal);
-    return OFFLOAD_RT_CUDA(cudaMallocAsync, out, bytes, stream(s));
+    offload_rt_status st =
+        managed_ ? OFFLOAD_RT_CUDA(cudaMallocManaged, out, bytes,
+                                   cudaMemAttachGlobal)
+                 : OFFLOAD_RT_CUDA(cudaMallocAsync, out, bytes, stream(s));
+    if (st == OFFLOAD_RT_SUCCESS) {
+      std::lock_guard<std::mutex> lock(sizesMutex_);
+      sizes_[*out] = bytes;
+      noteDeviceAlloc(bytes);
+    }
+    return st;
   }
   offload_rt_status freeAsync(void *ptr, Stream s) override {
+    uint64_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(sizesMutex_);
+      auto it = sizes_.find(ptr);
+      if (it != sizes_.end()) {
+        bytes = it->second;
+        sizes_.erase(it);
+      }
+    }
     if (managed_) {
       // Managed memory has no stream-ordered free: wait for the stream's
       // work on it first.
       offload_rt_status st =
           OFFLOAD_RT_CUDA(cudaStreamSynchronize, stream(s));
-      if (st != OFFLOAD_RT_SUCCESS)
-        return st;
-      return OFFLOAD_RT_CUDA(cudaFree, ptr);
+      if (st == OFFLOAD_RT_SUCCESS)
+        st = OFFLOAD_RT_CUDA(cudaFree, ptr);
+      if (st == OFFLOAD_RT_SUCCESS)
+        noteDeviceFree(bytes);
+      return st;
     }
-    return OFFLOAD_RT_CUDA(cudaFreeAsync, ptr, stream(s));
+    offload_rt_status st = OFFLOAD_RT_CUDA(cudaFreeAsync, ptr, stream(s));
+    if (st != OFFLOAD_RT_SUCCESS || bytes == 0)
+      return st;
+    // The memory is free once the stream reaches the free: count it then,
+    // from a host function enqueued right behind it.
+    auto *freed = new FreedBytes{this, bytes};
+    if (cudaLaunchHostFunc(stream(s), &FreedBytes::run, freed) != cudaSuccess) {
+      (void)cudaGetLastError();
+      delete freed;
+      noteDeviceFree(bytes);
+    }
+    return OFFLOAD_RT_SUCCESS;
   }
 
   offload_rt_status hostAlloc(void **out, size_t bytes) override {
@@ -158,8 +189,21 @@ public:
   }
 
 private:
+  /// A stream-ordered free's bytes, counted when the stream reaches it.
+  struct FreedBytes {
+    CudaBackend *backend;
+    uint64_t bytes;
+    static void run(void *self) {
+      auto *freed = static_cast<FreedBytes *>(self);
+      freed->backend->noteDeviceFree(freed->bytes);
+      delete freed;
+    }
+  };
+
   int device_;
   bool managed_;
+  std::mutex sizesMutex_;
+  std::unordered_map<void *, uint64_t> sizes_;
 };
 
 } // namespace

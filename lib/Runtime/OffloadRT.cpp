@@ -559,7 +559,9 @@ extern "C" offload_rt_status offload_rt_print_summary(offload_rt_context *ctx,
                "  pinned pool: %s reserved in %llu chunk(s) (%llu grown), "
                "%s in use, peak %s in use, peak %s live\n"
                "  fallbacks (kept on device): %llu, pool stalls: %llu, "
-               "throttles: %llu, device releases: %llu\n",
+               "throttles: %llu, device releases: %llu\n"
+               "  device memory through offload_rt: %s in use, peak %s "
+               "(%llu bytes)\n",
                offload_rt_backend_name(ctx),
                (unsigned long long)s.d2h_copies,
                (unsigned long long)s.h2d_copies, human(s.d2h_bytes).c_str(),
@@ -575,6 +577,9 @@ extern "C" offload_rt_status offload_rt_print_summary(offload_rt_context *ctx,
                (unsigned long long)s.fallbacks,
                (unsigned long long)s.pool_stalls,
                (unsigned long long)s.throttles,
-               (unsigned long long)s.device_releases);
+               (unsigned long long)s.device_releases,
+               human(s.device_in_use_bytes).c_str(),
+               human(s.device_peak_bytes).c_str(),
+               (unsigned long long)s.device_peak_bytes);
   return OFFLOAD_RT_SUCCESS;
 }

@@ -92,6 +92,25 @@ public:
     wake_.notify_all();
   }
 
+  /// Runs `task` on the calling thread if the stream has nothing queued or
+  /// running (it would run at once in stream order), else enqueues it. Code
+  /// lowered to run on the host frees through an idle stream; doing the
+  /// free at once makes what the runtime counts as in use not depend on
+  /// when the worker thread gets to it.
+  void runNowIfIdle(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (tasks_.empty() && finished_ == submitted_) {
+        task();
+        ++submitted_;
+        ++finished_;
+        drained_.notify_all();
+        return;
+      }
+    }
+    enqueue(std::move(task));
+  }
+
   void synchronize() {
     std::unique_lock<std::mutex> lock(mutex_);
     uint64_t target = submitted_;
@@ -253,6 +272,7 @@ public:
                   "cudaMallocAsync failed: out of memory");
     std::lock_guard<std::mutex> lock(allocMutex_);
     deviceAllocs_[p] = bytes;
+    noteDeviceAlloc(bytes);
     *out = p;
     return OFFLOAD_RT_SUCCESS;
   }
@@ -269,9 +289,10 @@ public:
       bytes = it->second;
       deviceAllocs_.erase(it);
     }
-    stream(s)->enqueue([ptr, bytes] {
+    stream(s)->runNowIfIdle([this, ptr, bytes] {
       std::memset(ptr, kFreedPoison, bytes);
       std::free(ptr);
+      noteDeviceFree(bytes);
     });
     return OFFLOAD_RT_SUCCESS;
   }

@@ -682,6 +682,8 @@ void addStats(offload_rt_stats &sum, const offload_rt_stats &s) {
   sum.pool_stalls += s.pool_stalls;
   sum.throttles += s.throttles;
   sum.device_releases += s.device_releases;
+  sum.device_in_use_bytes += s.device_in_use_bytes;
+  sum.device_peak_bytes += s.device_peak_bytes;
 }
 
 } // namespace

@@ -138,6 +138,8 @@ class _RtStats(ctypes.Structure):
         ("pool_stalls", ctypes.c_uint64),
         ("throttles", ctypes.c_uint64),
         ("device_releases", ctypes.c_uint64),
+        ("device_in_use_bytes", ctypes.c_uint64),
+        ("device_peak_bytes", ctypes.c_uint64),
     ]
 
 
