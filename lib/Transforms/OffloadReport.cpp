@@ -75,6 +75,9 @@ struct Prediction {
   /// shows as the time to its first backward kernel.
   double forwardSeconds = 0;
   int64_t d2hBytes = 0, h2dBytes = 0;
+  /// What offload-plan predicted for its plan (`offload.planned`), if it ran.
+  std::optional<int64_t> plannedPeak;
+  std::optional<double> plannedStep;
 };
 
 /// A backward op that computes again what forward computed (`trace.op`
@@ -265,7 +268,8 @@ static LogicalResult findRecomputed(const TrainingStep &step,
   return success();
 }
 
-static Prediction predict(const StepModel &model, const SimulationResult &before,
+static Prediction predict(const TrainingStep &step, const StepModel &model,
+                          const SimulationResult &before,
                           const SimulationResult &after, StringRef device) {
   Prediction prediction;
   prediction.device = device.str();
@@ -278,6 +282,12 @@ static Prediction predict(const StepModel &model, const SimulationResult &before
   prediction.d2hBytes = after.d2hBytes;
   prediction.h2dBytes = after.h2dBytes;
   prediction.forwardSeconds = model.getComputeStart(model.getNumForwardOps());
+  if (auto planned = step.getForward()->getAttrOfType<DictionaryAttr>(
+          OffloadDialect::kPlannedAttrName)) {
+    prediction.plannedPeak = planned.getAs<IntegerAttr>("peak_bytes").getInt();
+    prediction.plannedStep =
+        planned.getAs<FloatAttr>("step_seconds").getValueAsDouble();
+  }
   return prediction;
 }
 
@@ -361,6 +371,11 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                             ? ", kernels slowed by copies " +
                                   formatSeconds(p.interferenceAfter)
                             : std::string());
+    if (p.plannedPeak)
+      os << llvm::formatv("offload-plan predicted for its plan: peak device "
+                          "memory {0}; step {1}\n",
+                          formatBytes(*p.plannedPeak),
+                          formatSeconds(*p.plannedStep));
   }
 }
 
@@ -433,6 +448,12 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
              {"interference_seconds_after",
               report.prediction.interferenceAfter},
              {"forward_seconds", report.prediction.forwardSeconds}}}});
+    // Only where offload-plan ran.
+    if (report.prediction.plannedPeak)
+      steps.back().getAsObject()->try_emplace(
+          "planned", llvm::json::Object{
+                         {"peak_bytes", *report.prediction.plannedPeak},
+                         {"step_seconds", *report.prediction.plannedStep}});
   }
   os << llvm::formatv("{0:2}",
                       llvm::json::Value(llvm::json::Object{
@@ -483,7 +504,7 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
       reports.push_back(buildReport(step, &*model, &after));
       if (failed(findRecomputed(step, *model, reports.back().recomputed)))
         return signalPassFailure();
-      reports.back().prediction = predict(*model, before, after, profile->name);
+      reports.back().prediction = predict(step, *model, before, after, profile->name);
     }
 
     auto print = [&](llvm::raw_ostream &os) {

@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <queue>
 
 namespace mlir {
@@ -334,6 +335,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
+    nominalCostModel.emplace(*profile);
     // plan=hidden keeps a value only if its copies stay hidden even when
     // they run copy-margin longer than predicted (or compute that much
     // faster); the report predicts with the profile as it is.
@@ -347,6 +349,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
 
   /// The parsed `budget` option, for plan=budget.
   Budget budgetValue;
+  /// The profile as it is (no copy margin), for the prediction recorded on
+  /// the IR.
+  std::optional<CostModel> nominalCostModel;
 
   LogicalResult planStep(const TrainingStep &step, const CostModel &costModel,
                          const ExecutionModel &execution, PlanMode mode,
@@ -413,6 +418,29 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       }
     }
     forward.setAllResultAttrs(resultAttrs);
+
+    // What this plan predicts with the profile as it is (the search may have
+    // used a copy margin), for the report to show next to its own
+    // prediction of the emitted IR.
+    SimulationResult planned;
+    if (mode == PlanMode::Hidden && copyMargin > 0) {
+      FailureOr<StepModel> nominal =
+          StepModel::build(step, *nominalCostModel, execution);
+      if (failed(nominal))
+        return failure();
+      Planner nominalPlanner(*nominal, schedule, inflight);
+      nominalPlanner.candidates = planner.candidates;
+      planned = nominalPlanner.simulate(chosen);
+    } else {
+      planned = planner.simulate(chosen);
+    }
+    forward->setAttr(
+        OffloadDialect::kPlannedAttrName,
+        builder.getDictionaryAttr(
+            {builder.getNamedAttr("peak_bytes",
+                                  builder.getI64IntegerAttr(planned.peakBytes)),
+             builder.getNamedAttr("step_seconds",
+                                  builder.getF64FloatAttr(planned.stepSeconds))}));
     return success();
   }
 

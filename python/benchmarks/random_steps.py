@@ -1142,6 +1142,19 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
         if config.budget and after > limit:
             violate(f"budget {budget_text} ({limit} bytes): predicted peak after {after} "
                     "exceeds it")
+        planned = step.get("planned")
+        if (config.budget or config.hidden) and planned is None:
+            violate("offload-plan ran but the IR carries no offload.planned")
+        if planned is not None:
+            # The planner's prediction for the plan it chose, and the
+            # report's for the IR the passes emitted from it: one plan.
+            record["planned checked"] = True
+            if planned["peak_bytes"] != after or abs(
+                    planned["step_seconds"] - pred["step_seconds_after"]) > \
+                    1e-9 * max(1e-6, pred["step_seconds_after"]):
+                violate(f"offload-plan predicted peak {planned['peak_bytes']} and step "
+                        f"{planned['step_seconds']:.12g} s for its plan; the report of the "
+                        f"emitted IR predicts {after} and {pred['step_seconds_after']:.12g} s")
         if config.schedule:
             check_sync_twin(opt, src, options, step, record, violate)
         if config.budget:
@@ -1319,6 +1332,9 @@ def cmd_check(args) -> int:
         if config.schedule:
             line += (f"; peak checked against the synchronous plan in "
                      f"{sum(1 for r in recs if r.get('sync checked'))}")
+        if config.budget or config.hidden:
+            line += (f"; the planner's prediction equals the report's in "
+                     f"{sum(1 for r in recs if r.get('planned checked'))}")
         grew = sum(1 for r in recs if r.get("peak grew"))
         if grew:
             line += f"; info: predicted peak grew in {grew}"

@@ -130,6 +130,18 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
     return success();
   }
+  if (name == kPlannedAttrName) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!dict || dict.size() != 2 || !dict.getAs<IntegerAttr>("peak_bytes") ||
+        !dict.getAs<FloatAttr>("step_seconds"))
+      return op->emitOpError()
+             << "expects '" << name
+             << "' to be {peak_bytes = <integer>, step_seconds = <float>}";
+    if (!op->hasAttr(kBackwardAttrName))
+      return op->emitOpError()
+             << "has '" << name << "' but no '" << kBackwardAttrName << "'";
+    return success();
+  }
   if (name == kNumOutputsAttrName) {
     // Its value is checked with the rest of the contract, under
     // `offload.backward`.

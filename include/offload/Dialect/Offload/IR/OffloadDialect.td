@@ -39,6 +39,11 @@ def Offload_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
     static constexpr ::llvm::StringLiteral kSelectedAttrName = "offload.selected";
     static constexpr ::llvm::StringLiteral kKeptAttrName = "offload.kept";
+    /// On a forward function: what offload-plan predicted for the plan it
+    /// chose, `{peak_bytes = N : i64, step_seconds = X : f64}`, with the
+    /// profile as it is; the report prints it next to its own prediction
+    /// for the IR.
+    static constexpr ::llvm::StringLiteral kPlannedAttrName = "offload.planned";
     /// On a view op in backward that the pipeline cloned from forward to
     /// rebuild a saved view from its loaded storage (one storage, one copy).
     static constexpr ::llvm::StringLiteral kRebuiltViewAttrName = "offload.rebuilt_view";
