@@ -56,6 +56,19 @@ protected:
     EXPECT_OK(offload_rt_get_stats(ctx.get(), &s));
     return s;
   }
+  /// What offload_rt_print_summary writes.
+  std::string summary() {
+    FILE *out = std::tmpfile();
+    EXPECT_TRUE(out != nullptr);
+    if (!out)
+      return {};
+    EXPECT_OK(offload_rt_print_summary(ctx.get(), out));
+    std::rewind(out);
+    char text[4096] = {};
+    size_t n = std::fread(text, 1, sizeof(text) - 1, out);
+    std::fclose(out);
+    return std::string(text, n);
+  }
   std::vector<uint8_t> hostBytes(offload_rt_host_buffer *buf, size_t n) {
     void *p = nullptr;
     EXPECT_OK(offload_rt_host_data(ctx.get(), buf, 1, &p));
@@ -627,20 +640,14 @@ TEST_F(Runtime, StatsCountBytesCopiesTimesAndPeaks) {
   EXPECT_EQ(s.host_live_bytes, 0u);
   EXPECT_EQ(s.pinned_peak_in_use_bytes, 3u * data.size());
 
-  FILE *out = std::tmpfile();
-  ASSERT_TRUE(out != nullptr);
-  EXPECT_OK(offload_rt_print_summary(ctx.get(), out));
-  std::rewind(out);
-  char text[4096] = {};
-  size_t n = std::fread(text, 1, sizeof(text) - 1, out);
-  std::fclose(out);
-  EXPECT_TRUE(contains(std::string(text, n), "device->host")) << text;
-  EXPECT_TRUE(contains(std::string(text, n), "compute-stream waits: 2")) << text;
+  std::string text = summary();
+  EXPECT_TRUE(contains(text, "device->host")) << text;
+  EXPECT_TRUE(contains(text, "compute-stream waits: 2")) << text;
   // Sizes in human units (offload_support::formatByteSize), not 0.000 GiB.
-  EXPECT_TRUE(contains(std::string(text, n),
+  EXPECT_TRUE(contains(text,
                        "  bytes                  192.0 KiB       128.0 KiB\n"))
       << text;
-  EXPECT_TRUE(contains(std::string(text, n), "peak 192.0 KiB in use")) << text;
+  EXPECT_TRUE(contains(text, "peak 192.0 KiB in use")) << text;
 
   EXPECT_OK(offload_rt_reset_stats(ctx.get()));
   s = stats();
@@ -686,14 +693,8 @@ TEST_F(Runtime, DeviceBytesInUseAndPeakFollowTheStream) {
   ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
   EXPECT_EQ(stats().device_in_use_bytes, base);
 
-  FILE *out = std::tmpfile();
-  ASSERT_TRUE(out != nullptr);
-  EXPECT_OK(offload_rt_print_summary(ctx.get(), out));
-  std::rewind(out);
-  char text[4096] = {};
-  size_t n = std::fread(text, 1, sizeof(text) - 1, out);
-  std::fclose(out);
-  EXPECT_TRUE(contains(std::string(text, n),
+  std::string text = summary();
+  EXPECT_TRUE(contains(text,
                        "device memory through offload_rt: "))
       << text;
 }
