@@ -737,7 +737,8 @@ bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
     unsigned wait = copy.waitPos;
     unsigned first = getLoadIssueFloor(wait);
     double end = std::min(startTimes[wait], streamFree);
-    double start = end - (profileLatency + double(copy.bytes) / h2dBandwidth);
+    double start = end - (profileLatency + double(copy.bytes) / h2dBandwidth) *
+                             (1 + execution.loadLead);
     streamFree = start;
     // The latest position at or before the wait whose start is early enough.
     unsigned issue = wait;

@@ -40,6 +40,7 @@ static void buildPipeline(OpPassManager &pm,
   if (options.schedule) {
     ScheduleCopiesOptions schedule;
     schedule.maxInflightBytes = options.maxInflightBytes;
+    schedule.copyMargin = options.copyMargin;
     schedule.deviceProfile = options.deviceProfile;
     schedule.release = options.release;
     schedule.fuseMemoryBound = options.fuseMemoryBound;

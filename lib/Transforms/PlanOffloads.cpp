@@ -321,6 +321,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     if (failed(profile))
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
+    execution.loadLead = copyMargin;
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();

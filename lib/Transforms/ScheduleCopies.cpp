@@ -44,6 +44,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+
 namespace mlir {
 namespace offload {
 #define GEN_PASS_DEF_SCHEDULECOPIES
@@ -210,7 +212,13 @@ struct ScheduleCopies
         getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
+    if (!(copyMargin >= 0) || !std::isfinite(copyMargin)) {
+      emitError(getOperation().getLoc())
+          << "copy-margin must be a finite fraction >= 0, got " << copyMargin;
+      return signalPassFailure();
+    }
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
+    execution.loadLead = copyMargin;
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",
                          maxInflightBytes, getOperation());

@@ -56,6 +56,10 @@ struct ExecutionModel {
   /// such ops of one stretch read is never written to device memory, and a
   /// fused op reads each value in device memory once.
   bool fuseMemoryBound = false;
+  /// Where loads are hoisted (scheduleLoads), each is given this fraction
+  /// of its copy time more than the model needs: slack for a link or a
+  /// compute stream that runs off the model. The memory bounds stay.
+  double loadLead = 0;
 };
 
 /// One copy over the host link.

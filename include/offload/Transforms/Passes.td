@@ -208,6 +208,10 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
            "Most bytes of loads started and not yet waited (a byte size: "
            "2GiB, 512MiB, 1.5GB, 4096; 0: no limit)">,
+    Option<"copyMargin", "copy-margin", "double",
+           /*default=*/"::mlir::offload::defaults::kCopyMargin",
+           "Hoist each load start this fraction of its copy time earlier "
+           "than the model needs, where memory allows">,
   ]);
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
