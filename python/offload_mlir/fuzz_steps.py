@@ -302,10 +302,10 @@ def buffer_module(seed: int, index: int) -> tuple[str, list[str]]:
     kind = rng.choice(["sync", "split", "dealloc"])
     body = []
     if kind == "split":
-        body += [f"  %f = offload.offload_start %d : {src} -> !offload.future<{host}>",
-                 f"  %h = offload.wait %f : !offload.future<{host}>",
-                 f"  %g = offload.load_start %h : {host} -> !offload.future<{dev}>",
-                 f"  %l = offload.wait %g : !offload.future<{dev}>"]
+        body += [f"  %f = offload.offload_start %d : {src} -> !offload.buffer_future<{host}>",
+                 f"  %h = offload.wait %f : !offload.buffer_future<{host}>",
+                 f"  %g = offload.load_start %h : {host} -> !offload.buffer_future<{dev}>",
+                 f"  %l = offload.wait %g : !offload.buffer_future<{dev}>"]
     else:
         body += [f"  %h = offload.offload_buffer %d : {src} -> {host}",
                  f"  %l = offload.load_buffer %h : {host} -> {dev}"]

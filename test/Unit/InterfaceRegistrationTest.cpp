@@ -53,6 +53,9 @@ std::vector<bool> promises(Dialect *dialect) {
                                     BufferDeallocationOpInterface>(),
       dialect->hasPromisedInterface<OffloadDialect,
                                     ConvertToLLVMPatternInterface>(),
+      dialect->hasPromisedInterface<FutureType, bufferization::TensorLikeType>(),
+      dialect->hasPromisedInterface<BufferFutureType,
+                                    bufferization::BufferLikeType>(),
   };
 }
 
@@ -70,6 +73,29 @@ TEST(OffloadDialect, RegisterAllResolvesThePromises) {
   Dialect *dialect = context.getOrLoadDialect<OffloadDialect>();
   for (bool promised : promises(dialect))
     EXPECT_FALSE(promised);
+}
+
+TEST(OffloadDialect, FuturesAreTensorsAndBuffersToBufferization) {
+  DialectRegistry registry;
+  registerAllOffloadDialects(registry);
+  MLIRContext context(registry);
+  context.getOrLoadDialect<OffloadDialect>();
+  auto tensor = RankedTensorType::get({8, 16}, Float32Type::get(&context));
+  auto future = FutureType::get(tensor);
+  ASSERT_TRUE(isa<bufferization::TensorLikeType>(future));
+  EXPECT_FALSE(isa<bufferization::BufferLikeType>(future));
+
+  bufferization::BufferizationOptions options;
+  FailureOr<bufferization::BufferLikeType> buffer =
+      cast<bufferization::TensorLikeType>(future).getBufferType(
+          options, [&] { return emitError(UnknownLoc::get(&context)); });
+  ASSERT_TRUE(succeeded(buffer));
+  auto bufferFuture = dyn_cast<BufferFutureType>(*buffer);
+  ASSERT_TRUE(bufferFuture);
+  EXPECT_EQ(cast<MemRefType>(bufferFuture.getValueType()).getShape(),
+            tensor.getShape());
+  EXPECT_TRUE(isa<bufferization::BufferLikeType>(bufferFuture));
+  EXPECT_FALSE(isa<bufferization::TensorLikeType>(bufferFuture));
 }
 
 TEST(StorageViews, PassesRegisterTheTensorModels) {

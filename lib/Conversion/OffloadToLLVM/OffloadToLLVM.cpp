@@ -100,7 +100,7 @@ Value callRuntime(ConversionPatternRewriter &rewriter, Operation *op,
 /// The buffer a copy produces: its result, or the value of its future.
 Type getCopyResultType(Operation *op) {
   Type type = op->getResult(0).getType();
-  if (auto future = dyn_cast<FutureType>(type))
+  if (auto future = dyn_cast<FutureLikeType>(type))
     return future.getValueType();
   return type;
 }
@@ -278,12 +278,10 @@ void mlir::offload::populateOffloadToLLVMConversionPatterns(
     LLVMTypeConverter &typeConverter, RewritePatternSet &patterns) {
   populateOffloadMemorySpaceConversion(typeConverter);
   // A future of a buffer is that buffer's descriptor.
-  typeConverter.addConversion([&typeConverter](FutureType type)
-                                  -> std::optional<Type> {
-    if (!isa<MemRefType>(type.getValueType()))
-      return std::nullopt;
-    return typeConverter.convertType(type.getValueType());
-  });
+  typeConverter.addConversion(
+      [&typeConverter](BufferFutureType type) -> std::optional<Type> {
+        return typeConverter.convertType(type.getValueType());
+      });
   patterns.add<OffloadLowering<OffloadBufferOp>,
                OffloadLowering<OffloadStartOp>, LoadLowering<LoadBufferOp>,
                LoadLowering<LoadStartOp>, WaitLowering, HostDeallocLowering>(
@@ -328,7 +326,7 @@ static void eraseHostMemorySpace(Operation *op) {
 /// The buffer type an operand or result of a copy stands for: a memref, or
 /// the memref of a future; null on tensors.
 static MemRefType getBufferType(Type type) {
-  if (auto future = dyn_cast<FutureType>(type))
+  if (auto future = dyn_cast<FutureLikeType>(type))
     type = future.getValueType();
   return dyn_cast<MemRefType>(type);
 }
@@ -348,7 +346,7 @@ static bool hasLowerableMemorySpace(MemRefType type) {
 /// otherwise.
 static LogicalResult checkLowerable(Operation *op) {
   bool onTensors = llvm::any_of(op->getResultTypes(), [](Type type) {
-    if (auto future = dyn_cast<FutureType>(type))
+    if (auto future = dyn_cast<FutureLikeType>(type))
       type = future.getValueType();
     return isa<TensorType>(type);
   });

@@ -91,11 +91,11 @@ func.func @not_bufferized(%x: tensor<4xf32>) -> tensor<4xf32, #offload.host> {
 // CHECK-NEXT: llvm.insertvalue %[[B]], %{{.*}}[0]
 // CHECK-NEXT: llvm.insertvalue %[[B]], %{{.*}}[1]
 func.func @split(%d: memref<4xf32>) -> memref<4xf32> {
-  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
-  %h = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
-  %g = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.buffer_future<memref<4xf32, #offload.host>>
+  %g = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.buffer_future<memref<4xf32>>
   "test.compute"() : () -> ()
-  %l = offload.wait %g : !offload.future<memref<4xf32>>
+  %l = offload.wait %g : !offload.buffer_future<memref<4xf32>>
   return %l : memref<4xf32>
 }
 
@@ -130,8 +130,8 @@ func.func @offload_from_gpu_space(%d: memref<4xf32, #gpu.address_space<global>>)
 
 func.func @split_to_named_space(%h: memref<4xf32, #offload.host>) -> memref<4xf32, "dev"> {
   // expected-error @+1 {{cannot lower 'offload.load_start': memory space "dev" of 'memref<4xf32, "dev">' is not address space 0 (offload_rt takes and returns generic pointers)}}
-  %f = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32, "dev">>
-  %d = offload.wait %f : !offload.future<memref<4xf32, "dev">>
+  %f = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.buffer_future<memref<4xf32, "dev">>
+  %d = offload.wait %f : !offload.buffer_future<memref<4xf32, "dev">>
   return %d : memref<4xf32, "dev">
 }
 

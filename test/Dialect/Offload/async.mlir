@@ -121,7 +121,7 @@ func.func @load_never_waited(%h: tensor<4xf32, #offload.host>) {
 
 func.func @load_buffer_never_waited(%h: memref<4xf32, #offload.host>) {
   // expected-error @+1 {{starts a load that is never waited}}
-  %f = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
+  %f = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.buffer_future<memref<4xf32>>
   return
 }
 

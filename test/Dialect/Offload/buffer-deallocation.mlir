@@ -28,8 +28,8 @@ func.func @owned_source(%x: f32) -> memref<4x8xf32, #offload.host> {
 func.func @owned_source_start(%x: f32) {
   %d = memref.alloc() : memref<16xf32>
   linalg.fill ins(%x : f32) outs(%d : memref<16xf32>)
-  %f = offload.offload_start %d : memref<16xf32> -> !offload.future<memref<16xf32, #offload.host>>
-  %h = offload.wait %f : !offload.future<memref<16xf32, #offload.host>>
+  %f = offload.offload_start %d : memref<16xf32> -> !offload.buffer_future<memref<16xf32, #offload.host>>
+  %h = offload.wait %f : !offload.buffer_future<memref<16xf32, #offload.host>>
   return
 }
 

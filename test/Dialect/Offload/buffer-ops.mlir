@@ -46,14 +46,14 @@ func.func @strided_result(%h: memref<4xf32, #offload.host>) {
 
 // The split forms work on buffers too, as bufferization leaves them.
 // CHECK-LABEL: func @split_buffers
-// CHECK: offload.offload_start %{{.*}} : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
-// CHECK: offload.load_start %{{.*}} : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
-// CHECK: offload.wait %{{.*}} : !offload.future<memref<4xf32>>
+// CHECK: offload.offload_start %{{.*}} : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
+// CHECK: offload.load_start %{{.*}} : memref<4xf32, #offload.host> -> !offload.buffer_future<memref<4xf32>>
+// CHECK: offload.wait %{{.*}} : !offload.buffer_future<memref<4xf32>>
 func.func @split_buffers(%d: memref<4xf32>) -> memref<4xf32> {
-  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
-  %h = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
-  %g = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.future<memref<4xf32>>
-  %l = offload.wait %g : !offload.future<memref<4xf32>>
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.buffer_future<memref<4xf32, #offload.host>>
+  %g = offload.load_start %h : memref<4xf32, #offload.host> -> !offload.buffer_future<memref<4xf32>>
+  %l = offload.wait %g : !offload.buffer_future<memref<4xf32>>
   return %l : memref<4xf32>
 }
 
@@ -67,8 +67,25 @@ func.func @mixed_kinds(%d: memref<4xf32>) {
 
 // -----
 
-// expected-error @+1 {{a future's value must be a ranked tensor or a memref, not 'f32'}}
+// expected-error @+1 {{a future's value must be a ranked tensor, not 'f32'}}
 func.func private @bad_future(!offload.future<f32>)
+
+// -----
+
+// Bufferization tells tensors from buffers by type class, so a future of a
+// buffer has its own type.
+// expected-error @+1 {{a future of a buffer is '!offload.buffer_future<memref<4xf32>>'}}
+func.func private @future_of_buffer(!offload.future<memref<4xf32>>)
+
+// -----
+
+// expected-error @+1 {{a future of a tensor is '!offload.future<tensor<4xf32>>'}}
+func.func private @buffer_future_of_tensor(!offload.buffer_future<tensor<4xf32>>)
+
+// -----
+
+// expected-error @+1 {{a buffer future's value must be a memref, not 'f32'}}
+func.func private @bad_buffer_future(!offload.buffer_future<f32>)
 
 // -----
 
@@ -76,11 +93,11 @@ func.func private @bad_future(!offload.future<f32>)
 // contiguous (row-major strides, any offset).
 // CHECK-LABEL: func @contiguous_strided
 // CHECK: offload.offload_buffer %{{.*}} : memref<4x16xf32, strided<[16, 1], offset: ?>> -> memref<4x16xf32, #offload.host>
-// CHECK: offload.offload_start %{{.*}} : memref<?x16xf32, strided<[16, 1], offset: 32>> -> !offload.future<memref<?x16xf32, #offload.host>>
+// CHECK: offload.offload_start %{{.*}} : memref<?x16xf32, strided<[16, 1], offset: 32>> -> !offload.buffer_future<memref<?x16xf32, #offload.host>>
 func.func @contiguous_strided(%d: memref<4x16xf32, strided<[16, 1], offset: ?>>, %e: memref<?x16xf32, strided<[16, 1], offset: 32>>) {
   %h = offload.offload_buffer %d : memref<4x16xf32, strided<[16, 1], offset: ?>> -> memref<4x16xf32, #offload.host>
-  %f = offload.offload_start %e : memref<?x16xf32, strided<[16, 1], offset: 32>> -> !offload.future<memref<?x16xf32, #offload.host>>
-  %w = offload.wait %f : !offload.future<memref<?x16xf32, #offload.host>>
+  %f = offload.offload_start %e : memref<?x16xf32, strided<[16, 1], offset: 32>> -> !offload.buffer_future<memref<?x16xf32, #offload.host>>
+  %w = offload.wait %f : !offload.buffer_future<memref<?x16xf32, #offload.host>>
   return
 }
 
@@ -96,8 +113,8 @@ func.func @strided_source(%d: memref<8x8xf32, strided<[16, 2]>>) {
 
 func.func @dynamic_strides(%d: memref<4x4xf32, strided<[?, 1], offset: ?>>) {
   // expected-error @+1 {{source 'memref<4x4xf32, strided<[?, 1], offset: ?>>' is not contiguous}}
-  %f = offload.offload_start %d : memref<4x4xf32, strided<[?, 1], offset: ?>> -> !offload.future<memref<4x4xf32, #offload.host>>
-  %w = offload.wait %f : !offload.future<memref<4x4xf32, #offload.host>>
+  %f = offload.offload_start %d : memref<4x4xf32, strided<[?, 1], offset: ?>> -> !offload.buffer_future<memref<4x4xf32, #offload.host>>
+  %w = offload.wait %f : !offload.buffer_future<memref<4x4xf32, #offload.host>>
   return
 }
 
@@ -133,8 +150,8 @@ func.func @strided_host_source(%h: memref<4xf32, strided<[1], offset: ?>, #offlo
 
 func.func @strided_host_split(%h: memref<4xf32, strided<[1], offset: ?>, #offload.host>) {
   // expected-error @+1 {{host buffer 'memref<4xf32, strided<[1], offset: ?>, #offload.host>' must have an identity layout}}
-  %f = offload.load_start %h : memref<4xf32, strided<[1], offset: ?>, #offload.host> -> !offload.future<memref<4xf32>>
-  %l = offload.wait %f : !offload.future<memref<4xf32>>
+  %f = offload.load_start %h : memref<4xf32, strided<[1], offset: ?>, #offload.host> -> !offload.buffer_future<memref<4xf32>>
+  %l = offload.wait %f : !offload.buffer_future<memref<4xf32>>
   return
 }
 
@@ -142,11 +159,11 @@ func.func @strided_host_split(%h: memref<4xf32, strided<[1], offset: ?>, #offloa
 
 // CHECK-LABEL: func @release_round_trip
 // CHECK: offload.offload_buffer %{{.*}} release_source : memref<4xf32> -> memref<4xf32, #offload.host>
-// CHECK: offload.offload_start %{{.*}} release_source : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
+// CHECK: offload.offload_start %{{.*}} release_source : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
 func.func @release_round_trip(%d: memref<4xf32>, %e: memref<4xf32>) -> memref<4xf32, #offload.host> {
   %h = offload.offload_buffer %d release_source : memref<4xf32> -> memref<4xf32, #offload.host>
-  %f = offload.offload_start %e release_source : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
-  %h2 = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
+  %f = offload.offload_start %e release_source : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
+  %h2 = offload.wait %f : !offload.buffer_future<memref<4xf32, #offload.host>>
   return %h : memref<4xf32, #offload.host>
 }
 
@@ -165,8 +182,8 @@ func.func @source_used_after(%d: memref<4xf32>) -> f32 {
 
 func.func @start_source_used_after(%d: memref<4xf32>) -> memref<4xf32> {
   // expected-error @+1 {{consumes its source, which is used after it}}
-  %f = offload.offload_start %d : memref<4xf32> -> !offload.future<memref<4xf32, #offload.host>>
-  %h = offload.wait %f : !offload.future<memref<4xf32, #offload.host>>
+  %f = offload.offload_start %d : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.buffer_future<memref<4xf32, #offload.host>>
   // expected-note @+1 {{later use here}}
   return %d : memref<4xf32>
 }

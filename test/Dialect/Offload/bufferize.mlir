@@ -53,7 +53,7 @@ func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32, #offload.host> {
 // CHECK: offload.offload_buffer %[[D]] : memref<8x8xf32> -> memref<8x8xf32, #offload.host>
 // CHECK: %[[R:.*]] = memref.subview %[[X]][2, 0] [4, 16] [1, 1]
 // CHECK-NOT: memref.copy
-// CHECK: offload.offload_start %[[R]] : memref<4x16xf32, strided<[16, 1], offset: 32>> -> !offload.future<memref<4x16xf32, #offload.host>>
+// CHECK: offload.offload_start %[[R]] : memref<4x16xf32, strided<[16, 1], offset: 32>> -> !offload.buffer_future<memref<4x16xf32, #offload.host>>
 func.func @slices(%x: tensor<8x16xf32>) -> (tensor<8x8xf32, #offload.host>, tensor<4x16xf32, #offload.host>) {
   %s = tensor.extract_slice %x[0, 0] [8, 8] [1, 2] : tensor<8x16xf32> to tensor<8x8xf32>
   %h = offload.offload_to_cpu %s : tensor<8x8xf32> -> tensor<8x8xf32, #offload.host>
@@ -71,7 +71,7 @@ func.func @slices(%x: tensor<8x16xf32>) -> (tensor<8x8xf32, #offload.host>, tens
 // CHECK: %[[N:.*]] = memref.dim %[[V]], %{{.*}} : memref<?x8xf32, strided<[16, 2]>>
 // CHECK: %[[D:.*]] = memref.alloc(%[[N]]) {{.*}} : memref<?x8xf32>
 // CHECK: memref.copy %[[V]], %[[D]]
-// CHECK: offload.offload_start %[[D]] : memref<?x8xf32> -> !offload.future<memref<?x8xf32, #offload.host>>
+// CHECK: offload.offload_start %[[D]] : memref<?x8xf32> -> !offload.buffer_future<memref<?x8xf32, #offload.host>>
 func.func @dynamic_slice(%x: tensor<8x16xf32>, %n: index) -> tensor<?x8xf32, #offload.host> {
   %s = tensor.extract_slice %x[0, 0] [%n, 8] [1, 2] : tensor<8x16xf32> to tensor<?x8xf32>
   %f = offload.offload_start %s : tensor<?x8xf32> -> !offload.future<tensor<?x8xf32, #offload.host>>

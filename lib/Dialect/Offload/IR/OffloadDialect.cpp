@@ -41,7 +41,8 @@ void OffloadDialect::initialize() {
   registerTypes();
 
   // The models of upstream interfaces live with the code that needs them
-  // (OffloadDialectTransforms: bufferization and buffer deallocation;
+  // (OffloadDialectTransforms: bufferization of the ops and of the future
+  // types, and buffer deallocation;
   // OffloadToLLVM: convert-to-llvm), so that the dialect does not link
   // them. Promising them makes a tool that loads the dialect without
   // registering them fail with a message naming the interface, instead of
@@ -52,6 +53,8 @@ void OffloadDialect::initialize() {
                             LoadStartOp, WaitOp>();
   declarePromisedInterfaces<bufferization::BufferDeallocationOpInterface,
                             OffloadBufferOp, OffloadStartOp>();
+  declarePromisedInterface<bufferization::TensorLikeType, FutureType>();
+  declarePromisedInterface<bufferization::BufferLikeType, BufferFutureType>();
   declarePromisedInterface<ConvertToLLVMPatternInterface, OffloadDialect>();
 }
 

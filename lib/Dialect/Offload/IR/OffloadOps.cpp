@@ -6,6 +6,8 @@
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -56,23 +58,42 @@ LogicalResult LoadToGpuOp::verify() {
                                   getResult().getType());
 }
 
+/// True for the ops that forward a future unchanged to the other future
+/// type while a conversion runs: one-shot-bufferize's
+/// `bufferization.to_tensor` and `to_buffer`, and dialect conversion's
+/// `builtin.unrealized_conversion_cast`.
+static bool isFutureCast(Operation *op) {
+  return isa<bufferization::ToTensorOp, bufferization::ToBufferOp,
+             UnrealizedConversionCastOp>(op) &&
+         op->getNumOperands() == 1 && op->getNumResults() == 1 &&
+         isa<FutureLikeType>(op->getResult(0).getType());
+}
+
 /// A future is waited at most once, by an `offload.wait` in the block that
-/// started the copy; nothing else may read it.
-static LogicalResult verifyFutureUses(Operation *op, Value future) {
+/// started the copy; nothing else may read it, except the casts that forward
+/// it while bufferization runs (their waits count as the future's). Returns
+/// how many waits it has (0 or 1).
+static FailureOr<unsigned> verifyFutureUses(Operation *op, Value future) {
   unsigned waits = 0;
-  for (OpOperand &use : future.getUses()) {
-    Operation *user = use.getOwner();
-    if (!isa<WaitOp>(user))
-      return op->emitOpError()
-             << "future may only be read by 'offload.wait', not by '"
-             << user->getName() << "'";
-    if (user->getBlock() != op->getBlock())
-      return op->emitOpError()
-             << "future must be waited in the block that starts the copy";
-    if (++waits > 1)
-      return op->emitOpError() << "future is waited more than once";
+  SmallVector<Value> forwarded = {future};
+  while (!forwarded.empty()) {
+    for (Operation *user : forwarded.pop_back_val().getUsers()) {
+      if (user->getBlock() != op->getBlock())
+        return op->emitOpError()
+               << "future must be waited in the block that starts the copy";
+      if (isFutureCast(user)) {
+        forwarded.push_back(user->getResult(0));
+        continue;
+      }
+      if (!isa<WaitOp>(user))
+        return op->emitOpError()
+               << "future may only be read by 'offload.wait', not by '"
+               << user->getName() << "'";
+      if (++waits > 1)
+        return op->emitOpError() << "future is waited more than once";
+    }
   }
-  return success();
+  return waits;
 }
 
 LogicalResult mlir::offload::verifyContiguousSource(Operation *op,
@@ -154,13 +175,15 @@ LogicalResult OffloadStartOp::verify() {
 LogicalResult LoadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())) ||
-      failed(verifyHostBufferLayout(*this, getSource().getType())) ||
-      failed(verifyFutureUses(*this, getFuture())))
+      failed(verifyHostBufferLayout(*this, getSource().getType())))
+    return failure();
+  FailureOr<unsigned> waits = verifyFutureUses(*this, getFuture());
+  if (failed(waits))
     return failure();
   // The wait is where the compute stream is ordered after the copy and
   // where the device buffer it fills is handed over: a load without one
   // would fill memory nothing releases or reads.
-  if (getFuture().use_empty())
+  if (*waits == 0)
     return emitOpError()
            << "starts a load that is never waited: its future must be read by "
               "one 'offload.wait' in this block";
@@ -174,14 +197,65 @@ LogicalResult LoadStartOp::verify() {
 #define GET_TYPEDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOpsTypes.cpp.inc"
 
+#include "offload/Dialect/Offload/IR/OffloadTypeInterfaces.cpp.inc"
+
 LogicalResult
 FutureType::verify(function_ref<InFlightDiagnostic()> emitError,
                    Type valueType) {
-  if (!isa<RankedTensorType, MemRefType>(valueType))
-    return emitError() << "a future's value must be a ranked tensor or a "
-                          "memref, not "
+  if (isa<MemRefType>(valueType))
+    return emitError() << "a future of a buffer is "
+                       << BufferFutureType::get(valueType);
+  if (!isa<RankedTensorType>(valueType))
+    return emitError() << "a future's value must be a ranked tensor, not "
                        << valueType;
   return success();
+}
+
+LogicalResult
+BufferFutureType::verify(function_ref<InFlightDiagnostic()> emitError,
+                         Type valueType) {
+  if (isa<RankedTensorType>(valueType))
+    return emitError() << "a future of a tensor is "
+                       << FutureType::get(valueType);
+  if (!isa<MemRefType>(valueType))
+    return emitError() << "a buffer future's value must be a memref, not "
+                       << valueType;
+  return success();
+}
+
+// ShapedTypeInterface: a future has the shape and element type of its value,
+// and is always ranked.
+
+/// The future of `valueType` with `shape` (the value's own where none is
+/// given) and `elementType`.
+static ShapedType cloneFutureWith(Type valueType,
+                                  std::optional<ArrayRef<int64_t>> shape,
+                                  Type elementType) {
+  auto value = cast<ShapedType>(valueType);
+  return cast<ShapedType>(getFutureType(
+      value.cloneWith(shape.value_or(value.getShape()), elementType)));
+}
+
+#define OFFLOAD_FUTURE_SHAPED_TYPE(FutureClass)                                \
+  bool FutureClass::hasRank() const { return true; }                           \
+  ArrayRef<int64_t> FutureClass::getShape() const {                            \
+    return cast<ShapedType>(getValueType()).getShape();                        \
+  }                                                                            \
+  Type FutureClass::getElementType() const {                                   \
+    return cast<ShapedType>(getValueType()).getElementType();                  \
+  }                                                                            \
+  ShapedType FutureClass::cloneWith(std::optional<ArrayRef<int64_t>> shape,    \
+                                    Type elementType) const {                  \
+    return cloneFutureWith(getValueType(), shape, elementType);                \
+  }
+OFFLOAD_FUTURE_SHAPED_TYPE(FutureType)
+OFFLOAD_FUTURE_SHAPED_TYPE(BufferFutureType)
+#undef OFFLOAD_FUTURE_SHAPED_TYPE
+
+FutureLikeType mlir::offload::getFutureType(Type valueType) {
+  if (isa<MemRefType>(valueType))
+    return BufferFutureType::get(valueType);
+  return FutureType::get(valueType);
 }
 
 void OffloadDialect::registerTypes() {

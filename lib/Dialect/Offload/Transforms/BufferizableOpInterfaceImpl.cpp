@@ -10,9 +10,16 @@
 // operand is copied first where it is used later); bufferization needs no
 // other copy of the operand, except where the operand's buffer is not
 // contiguous (a strided view): a copy reads its source as one run of bytes,
-// so such a source is first copied into a contiguous buffer. The asynchronous forms keep their shape: a
-// start takes the source's buffer and yields a future of a buffer, the wait
-// yields that buffer.
+// so such a source is first copied into a contiguous buffer.
+//
+// The asynchronous forms keep their shape: a start takes the source's buffer
+// and yields a future of a buffer, the wait yields that buffer. For that,
+// the future types implement bufferization's type interfaces:
+// `!offload.future<tensor>` is tensor-like, its buffer type the
+// `!offload.buffer_future<memref>` of the tensor's buffer. So one-shot-
+// bufferize treats a future as one more tensor: a bufferized start reaches
+// its not yet bufferized wait through `bufferization.to_tensor`, and the IR
+// verifies between any two steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,21 +38,72 @@ using namespace mlir::offload;
 /// The buffer type a copy's tensor result (or a future's tensor) becomes:
 /// host tensors always live in the host memory space, device tensors in the
 /// memory space the options give them.
-static FailureOr<BufferLikeType>
-getCopyBufferType(Operation *op, RankedTensorType tensorType,
-                  const BufferizationOptions &options) {
-  Attribute memorySpace = HostMemoryAttr::get(op->getContext());
+static FailureOr<MemRefType>
+getCopyBufferType(RankedTensorType tensorType,
+                  const BufferizationOptions &options,
+                  function_ref<InFlightDiagnostic()> emitError) {
+  Attribute memorySpace = HostMemoryAttr::get(tensorType.getContext());
   if (!isHostTensorType(tensorType)) {
     std::optional<Attribute> space = options.defaultMemorySpaceFn(tensorType);
     if (!space)
-      return op->emitError() << "no memory space for " << tensorType;
+      return emitError() << "no memory space for " << tensorType;
     memorySpace = *space;
   }
-  return cast<BufferLikeType>(MemRefType::get(tensorType.getShape(),
-                                              tensorType.getElementType(),
-                                              MemRefLayoutAttrInterface(),
-                                              memorySpace));
+  return MemRefType::get(tensorType.getShape(), tensorType.getElementType(),
+                         MemRefLayoutAttrInterface(), memorySpace);
 }
+
+static FailureOr<BufferLikeType>
+getCopyBufferType(Operation *op, RankedTensorType tensorType,
+                  const BufferizationOptions &options) {
+  FailureOr<MemRefType> type = getCopyBufferType(
+      tensorType, options, [op] { return op->emitError(); });
+  if (failed(type))
+    return failure();
+  return cast<BufferLikeType>(*type);
+}
+
+namespace {
+/// `!offload.future<T>` is a tensor for bufferization; its buffer is the
+/// `!offload.buffer_future` of the memref `T` becomes.
+struct FutureTensorModel
+    : public TensorLikeType::ExternalModel<FutureTensorModel, FutureType> {
+  FailureOr<BufferLikeType>
+  getBufferType(Type type, const BufferizationOptions &options,
+                function_ref<InFlightDiagnostic()> emitError) const {
+    auto tensor = cast<RankedTensorType>(cast<FutureType>(type).getValueType());
+    FailureOr<MemRefType> buffer = getCopyBufferType(tensor, options, emitError);
+    if (failed(buffer))
+      return failure();
+    return cast<BufferLikeType>(BufferFutureType::get(*buffer));
+  }
+
+  /// The buffer of a future is a future of a memref of the same shape and
+  /// element type, in host memory exactly where the tensor is a host tensor.
+  LogicalResult
+  verifyCompatibleBufferType(Type type, BufferLikeType bufferType,
+                             function_ref<InFlightDiagnostic()> emitError) const {
+    auto tensor = cast<RankedTensorType>(cast<FutureType>(type).getValueType());
+    auto future = dyn_cast<BufferFutureType>(bufferType);
+    auto memref = future ? dyn_cast<MemRefType>(future.getValueType())
+                         : MemRefType();
+    if (memref && memref.getShape() == tensor.getShape() &&
+        memref.getElementType() == tensor.getElementType() &&
+        isHostMemRefType(memref) == isHostTensorType(tensor))
+      return success();
+    return emitError() << bufferType << " is not a buffer of " << type
+                       << ": expected an '!offload.buffer_future' of a memref "
+                          "with the same shape and element type, in the "
+                          "#offload.host memory space if and only if the "
+                          "tensor is a host tensor";
+  }
+};
+
+/// `!offload.buffer_future<M>` is a buffer for bufferization.
+struct BufferFutureModel
+    : public BufferLikeType::ExternalModel<BufferFutureModel,
+                                           BufferFutureType> {};
+} // namespace
 
 namespace {
 /// True for the device-to-host copies: on buffers they consume their source
@@ -133,7 +191,7 @@ LogicalResult replaceWithBufferCopy(Operation *op, Value source,
     return failure();
   Type resultType = *bufferType;
   if (asFuture)
-    resultType = FutureType::get(resultType);
+    resultType = BufferFutureType::get(resultType);
   replaceOpWithNewBufferizedOp<NewOp>(rewriter, op, resultType, *buffer);
   return success();
 }
@@ -165,6 +223,14 @@ struct CopyOpInterface
 template <typename StartOp>
 struct StartOpInterface
     : public ReadIntoNewMemory<StartOpInterface<StartOp>, StartOp> {
+  FailureOr<BufferLikeType>
+  getBufferType(Operation *op, Value value, const BufferizationOptions &options,
+                const BufferizationState &state,
+                SmallVector<Value> &invocationStack) const {
+    return cast<TensorLikeType>(value.getType())
+        .getBufferType(options, [op] { return op->emitError(); });
+  }
+
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
@@ -176,11 +242,27 @@ struct StartOpInterface
   }
 };
 
-/// wait on a future of a tensor -> wait on the future of its buffer (the
-/// start, which dominates the wait, is bufferized first).
+/// wait on a future of a tensor -> wait on the future's buffer, the future
+/// of a buffer that the bufferized start yields. The wait reads its future
+/// and yields new memory (nothing else can reach the buffer a copy fills).
 struct WaitOpInterface
     : public BufferizableOpInterface::ExternalModel<WaitOpInterface, WaitOp> {
   bool bufferizesToAllocation(Operation *op, Value value) const { return true; }
+
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &opOperand,
+                              const AnalysisState &state) const {
+    return true;
+  }
+
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &opOperand,
+                               const AnalysisState &state) const {
+    return false;
+  }
+
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &opOperand,
+                                      const AnalysisState &state) const {
+    return {};
+  }
 
   FailureOr<BufferLikeType>
   getBufferType(Operation *op, Value value, const BufferizationOptions &options,
@@ -194,13 +276,14 @@ struct WaitOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto wait = cast<WaitOp>(op);
-    auto futureType = wait.getFuture().getType();
-    if (!isa<MemRefType>(futureType.getValueType()))
-      return op->emitError() << "the start of this future was not bufferized";
+    FailureOr<Value> future =
+        getBuffer(rewriter, wait.getFuture(), options, state);
+    if (failed(future))
+      return failure();
+    auto futureType = cast<FutureLikeType>(future->getType());
     rewriter.setInsertionPoint(op);
     auto bufferWait = WaitOp::create(rewriter, op->getLoc(),
-                                     futureType.getValueType(),
-                                     wait.getFuture());
+                                     futureType.getValueType(), *future);
     replaceOpWithBufferizedValues(rewriter, op, bufferWait.getResult());
     return success();
   }
@@ -217,5 +300,7 @@ void mlir::offload::registerBufferizableOpInterfaceExternalModels(
     OffloadStartOp::attachInterface<StartOpInterface<OffloadStartOp>>(*ctx);
     LoadStartOp::attachInterface<StartOpInterface<LoadStartOp>>(*ctx);
     WaitOp::attachInterface<WaitOpInterface>(*ctx);
+    FutureType::attachInterface<FutureTensorModel>(*ctx);
+    BufferFutureType::attachInterface<BufferFutureModel>(*ctx);
   });
 }

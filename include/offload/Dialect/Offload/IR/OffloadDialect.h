@@ -106,8 +106,18 @@ struct CopyResource : public SideEffects::Resource::Base<CopyResource> {
 
 MLIR_DECLARE_EXPLICIT_TYPE_ID(::mlir::offload::CopyResource)
 
+#include "offload/Dialect/Offload/IR/OffloadTypeInterfaces.h.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOpsTypes.h.inc"
+
+namespace mlir {
+namespace offload {
+/// The future of a copy that produces `valueType`: `!offload.future` of a
+/// ranked tensor, `!offload.buffer_future` of a memref.
+FutureLikeType getFutureType(Type valueType);
+} // namespace offload
+} // namespace mlir
 
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOps.h.inc"

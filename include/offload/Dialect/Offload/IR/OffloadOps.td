@@ -10,6 +10,8 @@
 include "offload/Dialect/Offload/IR/OffloadDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/BuiltinTypeInterfaces.td"
+include "offload/Dialect/Offload/IR/OffloadTypeInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Attributes
@@ -34,22 +36,17 @@ def Offload_HostMemoryAttr : Offload_Attr<"HostMemory", "host"> {
 // Types
 //===----------------------------------------------------------------------===//
 
-def Offload_FutureType : TypeDef<Offload_Dialect, "Future"> {
-  let mnemonic = "future";
-  let summary = "A value that an asynchronous copy is still producing";
-  let description = [{
-    `!offload.future<T>` is the handle of a copy in flight that will produce
-    a value of type `T` (a ranked tensor, host- or device-resident, or after
-    bufferization the corresponding memref). It is
-    made by `offload.offload_start` or `offload.load_start` and consumed by
-    at most one `offload.wait`, which yields the `T`:
-
-    ```mlir
-    %f = offload.offload_start %x
-        : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
-    %h = offload.wait %f : !offload.future<tensor<8x1024xbf16, #offload.host>>
-    ```
-  }];
+// A future's two type classes: bufferization tells tensors from buffers by
+// type class (TensorLikeType, BufferLikeType), so a future of a tensor and a
+// future of a buffer cannot be one class. Their bufferization models live in
+// OffloadDialectTransforms, with the ops' (see OffloadDialect::initialize).
+// Both are shaped like their value: bufferization's casts between a
+// tensor-like and a buffer-like type require the same shape and element type.
+class Offload_FutureTypeBase<string name, string typeMnemonic>
+    : TypeDef<Offload_Dialect, name, [
+        Offload_FutureLikeTypeInterface,
+        DeclareTypeInterfaceMethods<ShapedTypeInterface>]> {
+  let mnemonic = typeMnemonic;
   let parameters = (ins "::mlir::Type":$valueType);
   let builders = [
     TypeBuilderWithInferredContext<(ins "::mlir::Type":$valueType), [{
@@ -60,21 +57,64 @@ def Offload_FutureType : TypeDef<Offload_Dialect, "Future"> {
   let assemblyFormat = "`<` $valueType `>`";
 }
 
+def Offload_FutureType : Offload_FutureTypeBase<"Future", "future"> {
+  let summary = "A tensor that an asynchronous copy is still producing";
+  let description = [{
+    `!offload.future<T>` is the handle of a copy in flight that will produce
+    a ranked tensor of type `T`, host- or device-resident. It is made by
+    `offload.offload_start` or `offload.load_start` and consumed by at most
+    one `offload.wait`, which yields the `T`:
+
+    ```mlir
+    %f = offload.offload_start %x
+        : tensor<8x1024xbf16> -> !offload.future<tensor<8x1024xbf16, #offload.host>>
+    %h = offload.wait %f : !offload.future<tensor<8x1024xbf16, #offload.host>>
+    ```
+
+    For bufferization it is a tensor (`bufferization::TensorLikeType`): its
+    buffer type is `!offload.buffer_future` of the memref that `T` becomes
+    (host tensors in the `#offload.host` memory space, device tensors in the
+    options' default space). So while one-shot-bufferize runs, a bufferized
+    start reaches its wait through `bufferization.to_tensor`, and the IR
+    verifies between any two steps.
+  }];
+}
+
+def Offload_BufferFutureType
+    : Offload_FutureTypeBase<"BufferFuture", "buffer_future"> {
+  let summary = "A buffer that an asynchronous copy is still filling";
+  let description = [{
+    `!offload.buffer_future<M>` is what `!offload.future` becomes after
+    bufferization: the handle of a copy in flight into the memref `M`. The
+    copy ops on buffers make it, and `offload.wait` yields the `M`:
+
+    ```mlir
+    %f = offload.load_start %h
+        : memref<8x1024xbf16, #offload.host> -> !offload.buffer_future<memref<8x1024xbf16>>
+    %x = offload.wait %f : !offload.buffer_future<memref<8x1024xbf16>>
+    ```
+
+    For bufferization it is a buffer (`bufferization::BufferLikeType`).
+  }];
+}
+
 def Offload_HostFuture : Type<
-    And<[CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
+    And<[CPred<"::llvm::isa<::mlir::offload::FutureLikeType>($_self)">,
          CPred<"::mlir::offload::isHostResident(::llvm::cast<"
-               "::mlir::offload::FutureType>($_self).getValueType())">]>,
-    "future of a host-resident tensor or buffer", "::mlir::offload::FutureType">;
+               "::mlir::offload::FutureLikeType>($_self).getValueType())">]>,
+    "future of a host-resident tensor or buffer",
+    "::mlir::offload::FutureLikeType">;
 
 def Offload_DeviceFuture : Type<
-    And<[CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
+    And<[CPred<"::llvm::isa<::mlir::offload::FutureLikeType>($_self)">,
          CPred<"!::mlir::offload::isHostResident(::llvm::cast<"
-               "::mlir::offload::FutureType>($_self).getValueType())">]>,
-    "future of a device-resident tensor or buffer", "::mlir::offload::FutureType">;
+               "::mlir::offload::FutureLikeType>($_self).getValueType())">]>,
+    "future of a device-resident tensor or buffer",
+    "::mlir::offload::FutureLikeType">;
 
 def Offload_AnyFuture : Type<
-    CPred<"::llvm::isa<::mlir::offload::FutureType>($_self)">,
-    "future", "::mlir::offload::FutureType">;
+    CPred<"::llvm::isa<::mlir::offload::FutureLikeType>($_self)">,
+    "future", "::mlir::offload::FutureLikeType">;
 
 //===----------------------------------------------------------------------===//
 // Type constraints
@@ -219,7 +259,7 @@ def Offload_LoadStartOp : Offload_Op<"load_start",
 def Offload_WaitOp : Offload_Op<"wait", [
     TypesMatchWith<"result type is the value type of the future",
                    "future", "result",
-                   "::llvm::cast<::mlir::offload::FutureType>($_self).getValueType()">]> {
+                   "::llvm::cast<::mlir::offload::FutureLikeType>($_self).getValueType()">]> {
   let summary = "Waits for an asynchronous copy and yields its value";
   let description = [{
     Yields the value a copy started by `offload.offload_start` or
