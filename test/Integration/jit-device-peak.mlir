@@ -20,10 +20,19 @@
 // RUN: offload-opt %s --offload-activations="min-bytes=0" %{bufferize} \
 // RUN:   --buffer-deallocation-pipeline %{lower} | %mlir_runner > %t.offloaded
 // RUN: FileCheck %s --check-prefixes=CHECK,OFFLOADED < %t.offloaded
+// The scheduled form (start/wait, through bufferization of the futures) has
+// the same peak, and buffer deallocation frees every buffer a wait yields:
+// nothing is left in use at the end.
+// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=true" \
+// RUN:   %{bufferize} --buffer-deallocation-pipeline %{lower} \
+// RUN:   | %mlir_runner > %t.scheduled
+// RUN: FileCheck %s --check-prefixes=CHECK,SCHEDULED < %t.scheduled
 // The values are the same either way.
 // RUN: grep '^ *\[' %t.plain > %t.plain.values
 // RUN: grep '^ *\[' %t.offloaded > %t.offloaded.values
+// RUN: grep '^ *\[' %t.scheduled > %t.scheduled.values
 // RUN: diff %t.plain.values %t.offloaded.values
+// RUN: diff %t.plain.values %t.scheduled.values
 
 // CHECK: rank = 2 offset = 0 sizes = [64, 64] strides = [64, 1] data =
 // CHECK: rank = 2 offset = 0 sizes = [64, 64] strides = [64, 1] data =
@@ -32,6 +41,9 @@
 // OFFLOADED: copies 1 1
 // OFFLOADED: device releases: 1
 // OFFLOADED: device memory through offload_rt: {{.*}} in use, peak 288.2 KiB (295104 bytes)
+// SCHEDULED: copies 1 1
+// SCHEDULED: device releases: 1
+// SCHEDULED: device memory through offload_rt: 0 B in use, peak 288.2 KiB (295104 bytes)
 
 func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {

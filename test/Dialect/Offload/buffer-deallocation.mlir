@@ -24,7 +24,8 @@ func.func @owned_source(%x: f32) -> memref<4x8xf32, #offload.host> {
 // CHECK: %[[F:.*]] = offload.offload_start %[[D]] release_source
 // CHECK: %[[H:.*]] = offload.wait %[[F]]
 // CHECK-NOT: memref.dealloc %[[D]]
-// CHECK: return
+// CHECK: memref.dealloc %[[H]] : memref<16xf32, #offload.host>
+// CHECK-NEXT: return
 func.func @owned_source_start(%x: f32) {
   %d = memref.alloc() : memref<16xf32>
   linalg.fill ins(%x : f32) outs(%d : memref<16xf32>)
@@ -95,4 +96,30 @@ func.func @released_twice(%x: f32) -> memref<4xf32, #offload.host> {
   // expected-error @+1 {{already releases its source: run buffer deallocation once}}
   %h = offload.offload_buffer %d release_source : memref<4xf32> -> memref<4xf32, #offload.host>
   return %h : memref<4xf32, #offload.host>
+}
+
+// -----
+
+// A wait on a buffer future yields a new buffer, as the synchronous copies
+// do: its block owns it. A host buffer returned from forward is returned
+// as it is (no clone), and a loaded device buffer is freed after its last
+// use.
+// CHECK-LABEL: func @waits_own_their_buffers
+// CHECK: %[[F:.*]] = offload.offload_start %{{.*}} release_source
+// CHECK: %[[H:.*]] = offload.wait %[[F]]
+// CHECK: %[[G:.*]] = offload.load_start %[[H]]
+// CHECK: %[[L:.*]] = offload.wait %[[G]]
+// CHECK: linalg.exp ins(%[[L]] : memref<16xf32>)
+// CHECK-NOT: bufferization.clone
+// CHECK: memref.dealloc %[[L]] : memref<16xf32>
+// CHECK: return %[[H]]
+func.func @waits_own_their_buffers(%x: f32, %out: memref<16xf32>) -> memref<16xf32, #offload.host> {
+  %d = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%d : memref<16xf32>)
+  %f = offload.offload_start %d : memref<16xf32> -> !offload.buffer_future<memref<16xf32, #offload.host>>
+  %h = offload.wait %f : !offload.buffer_future<memref<16xf32, #offload.host>>
+  %g = offload.load_start %h : memref<16xf32, #offload.host> -> !offload.buffer_future<memref<16xf32>>
+  %l = offload.wait %g : !offload.buffer_future<memref<16xf32>>
+  linalg.exp ins(%l : memref<16xf32>) outs(%out : memref<16xf32>)
+  return %h : memref<16xf32, #offload.host>
 }

@@ -2,9 +2,11 @@
 # Lowers the JIT tests' training steps with and without the offload pipeline
 # (the lowering of docs/lowering.md) and compiles them to x86-64 object files
 # for the GPU machine, which has no MLIR:
-#   step_plain.o, step_offloaded.o            test/Integration/jit-training-step.mlir
-#   step_peak_plain.o, step_peak_offloaded.o  test/Integration/jit-device-peak.mlir,
-#                                             with -buffer-deallocation-pipeline
+#   step_{plain,offloaded,scheduled}.o       test/Integration/jit-training-step.mlir
+#   step_peak_{plain,offloaded,scheduled}.o  test/Integration/jit-device-peak.mlir,
+#                                            with -buffer-deallocation-pipeline
+# (offloaded: synchronous copies; scheduled: schedule=true, start/wait pairs
+# with hoisted loads, through the bufferization of the futures)
 #   build-step-objects.sh OUT_DIR
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -18,13 +20,14 @@ lower=(--convert-offload-to-llvm --convert-linalg-to-loops --convert-scf-to-cf
   --finalize-memref-to-llvm=use-generic-functions --convert-math-to-llvm
   --convert-arith-to-llvm --convert-func-to-llvm --convert-cf-to-llvm
   --reconcile-unrealized-casts)
-# build NAME STEP [--dealloc]: step_NAME_{plain,offloaded}.o
+# build NAME STEP [--dealloc]: NAME{plain,offloaded,scheduled}.o
 build() {
   local name=$1 step=$2 dealloc=()
   [ "${3:-}" = --dealloc ] && dealloc=(--buffer-deallocation-pipeline)
-  for variant in plain offloaded; do
+  for variant in plain offloaded scheduled; do
     local extra=()
     [ "$variant" = offloaded ] && extra=(--offload-activations=min-bytes=0)
+    [ "$variant" = scheduled ] && extra=("--offload-activations=min-bytes=0 schedule=true")
     build/bin/offload-opt "$step" "${extra[@]}" "${bufferize[@]}" "${dealloc[@]}" "${lower[@]}" |
       sed -e 's/@main\b/@step_main/' |
       "$bin/mlir-translate" --mlir-to-llvmir |
@@ -34,4 +37,4 @@ build() {
 build step_ test/Integration/jit-training-step.mlir
 build step_peak_ test/Integration/jit-device-peak.mlir --dealloc
 cp test/Integration/GPU/driver.c test/Integration/GPU/run-on-gpu.sh "$out/"
-echo "wrote $out/step_{,peak_}{plain,offloaded}.o"
+echo "wrote $out/step_{,peak_}{plain,offloaded,scheduled}.o"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: builds offload_rt with its
 # CUDA backend, links each compiled step (build-step-objects.sh) with
-# driver.c, runs it on the CUDA backend, and checks that the offloaded step
-# prints the same values as the plain one. For the step lowered with buffer
-# deallocation (step_peak_*) it also checks that the offloaded step's device
-# peak (the runtime's count of the device memory the step allocated) is lower.
+# driver.c, runs it on the CUDA backend, and checks that the offloaded steps
+# (synchronous copies, and the scheduled start/wait form) print the same
+# values as the plain one. For the step lowered with buffer deallocation
+# (step_peak_*) it also checks that each offloaded step's device peak (the
+# runtime's count of the device memory the step allocated) is lower, and
+# that no device memory is left in use at the end.
 #   run-on-gpu.sh OBJ_DIR LOG_DIR
 # (GPU_TEST_BACKEND=sim runs the same checks on the host-simulation backend.)
 set -euo pipefail
@@ -26,21 +28,33 @@ peak() {  # the device peak the driver's final summary reports, in bytes
   grep -o 'device memory through offload_rt: .*(\([0-9]*\) bytes)' "$log/$1.err" |
     tail -1 | sed 's/.*(\([0-9]*\) bytes)/\1/'
 }
+inuse() {  # the device bytes the driver's final summary reports in use
+  grep -o 'device memory through offload_rt: [^,]* in use' "$log/$1.err" |
+    tail -1 | sed 's/device memory through offload_rt: \(.*\) in use/\1/'
+}
 for pair in step step_peak; do
   run "${pair}_plain"
-  run "${pair}_offloaded"
-  if diff <(values "${pair}_plain") <(values "${pair}_offloaded") > "$log/$pair.diff"; then
-    echo "$pair: same values with and without offloading ($(values "${pair}_plain" | wc -l) lines)"
+  for variant in offloaded scheduled; do
+    run "${pair}_$variant"
+    if diff <(values "${pair}_plain") <(values "${pair}_$variant") > "$log/${pair}_$variant.diff"; then
+      echo "${pair}_$variant: same values as without offloading ($(values "${pair}_plain" | wc -l) lines)"
+    else
+      echo "${pair}_$variant: FAIL: the values differ (see $log/${pair}_$variant.diff)"; status=1
+    fi
+  done
+done
+plain=$(peak step_peak_plain)
+for variant in offloaded scheduled; do
+  offloaded=$(peak "step_peak_$variant") left=$(inuse "step_peak_$variant")
+  echo "step_peak_$variant: device peak $plain bytes without offloading, $offloaded bytes with; $left in use at the end"
+  if [ -n "$plain" ] && [ -n "$offloaded" ] && [ "$offloaded" -lt "$plain" ]; then
+    echo "step_peak_$variant: offloading lowers the device peak by $((plain - offloaded)) bytes"
   else
-    echo "$pair: FAIL: the values differ (see $log/$pair.diff)"; status=1
+    echo "step_peak_$variant: FAIL: the offloaded step's device peak is not lower"; status=1
+  fi
+  if [ "$left" != "0 B" ]; then
+    echo "step_peak_$variant: FAIL: device memory left in use"; status=1
   fi
 done
-plain=$(peak step_peak_plain) offloaded=$(peak step_peak_offloaded)
-echo "step_peak: device peak $plain bytes without offloading, $offloaded bytes with"
-if [ -n "$plain" ] && [ -n "$offloaded" ] && [ "$offloaded" -lt "$plain" ]; then
-  echo "step_peak: offloading lowers the device peak by $((plain - offloaded)) bytes"
-else
-  echo "step_peak: FAIL: the offloaded step's device peak is not lower"; status=1
-fi
 [ $status = 0 ] && echo "GPU execution test: PASS" || echo "GPU execution test: FAIL"
 exit $status

@@ -163,6 +163,25 @@ void LoadStartOp::getEffects(
   getStartEffects(getFuture(), getSourceMutable(), effects);
 }
 
+/// Reads and frees (retires) the future on the copies resource; on a buffer,
+/// the result is a new buffer the copy wrote.
+void WaitOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getFutureMutable(),
+                       CopyResource::get());
+  effects.emplace_back(MemoryEffects::Free::get(), &getFutureMutable(),
+                       CopyResource::get());
+  if (isa<BaseMemRefType>(getResult().getType())) {
+    effects.emplace_back(MemoryEffects::Allocate::get(),
+                         cast<OpResult>(getResult()),
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         cast<OpResult>(getResult()),
+                         SideEffects::DefaultResource::get());
+  }
+}
+
 LogicalResult OffloadStartOp::verify() {
   if (failed(verifyCopyTypes(*this, getSource().getType(),
                                       getFuture().getType().getValueType())) ||

@@ -257,6 +257,7 @@ def Offload_LoadStartOp : Offload_Op<"load_start",
 }
 
 def Offload_WaitOp : Offload_Op<"wait", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     TypesMatchWith<"result type is the value type of the future",
                    "future", "result",
                    "::llvm::cast<::mlir::offload::FutureLikeType>($_self).getValueType()">]> {
@@ -273,7 +274,11 @@ def Offload_WaitOp : Offload_Op<"wait", [
     `offload.copies` resource (it observes the end of the copy and retires
     it). So it is never dead code, even when its result is unused, and it
     moves only where those effects allow: never above its start, and across
-    any other op whose effects are known.
+    any other op whose effects are known. On a buffer future, its result is
+    a new buffer, as that of `offload.offload_buffer` or
+    `offload.load_buffer` is: the wait allocates and writes it (the copy's
+    memory becomes visible here), so buffer deallocation owns it and frees
+    it after its last use.
 
     Example:
 
@@ -281,9 +286,7 @@ def Offload_WaitOp : Offload_Op<"wait", [
     %x = offload.wait %f : !offload.future<tensor<8x1024xbf16>>
     ```
   }];
-  let arguments = (ins Arg<Offload_AnyFuture, "the copy it waits for",
-                           [MemRead<Offload_CopyResource>,
-                            MemFree<Offload_CopyResource>]>:$future);
+  let arguments = (ins Arg<Offload_AnyFuture, "the copy it waits for">:$future);
   let results = (outs AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
