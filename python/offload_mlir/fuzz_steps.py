@@ -64,6 +64,12 @@ STEP_PIPELINES = [
     ["--offload-activations=plan=hidden"],
     ["--offload-activations=min-bytes=0 schedule=true max-inflight-bytes=16KiB"],
     ["--offload-activations=budget=0.9"],
+    # The scheduled form through bufferization of its futures and buffer
+    # deallocation (docs/lowering.md).
+    ["--offload-activations=min-bytes=0 schedule=true", "--convert-trace-to-calls",
+     "--one-shot-bufferize=bufferize-function-boundaries use-encoding-for-memory-space "
+     "function-boundary-type-conversion=identity-layout-map allow-return-allocs-from-loops",
+     "--buffer-deallocation-pipeline"],
     ["--offload-find-saved-activations=min-bytes=0", "--offload-insert-offloads",
      "--offload-reorder-backward=all-views=true", "--offload-insert-loads"],
 ]
