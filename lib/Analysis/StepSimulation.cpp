@@ -511,13 +511,19 @@ StepModel::groupForCopies(ArrayRef<unsigned> chosen) const {
         members, [&](unsigned l) { return links[l].value; });
     if (!shouldShareCopy(source, values))
       continue;
+    // The leader is the first member saved as the source itself, else the
+    // first member (findSharedStorageCopies): offload-insert-offloads makes
+    // the copy when it reaches the leader, which orders it against the
+    // other offloads placed after the same op.
     CopyGroup group{members, members.front(),
                     getTensorSizeInBytes(source.getType()).value_or(0)};
     group.value = source;
+    auto sourceMember = llvm::find_if(
+        members, [&](unsigned l) { return links[l].value == source; });
+    if (sourceMember != members.end())
+      group.leader = *sourceMember;
     for (unsigned l : members) {
       const Link &link = links[l];
-      if (link.value == source && group.leader == members.front())
-        group.leader = l;
       if (link.firstUse >= 0 &&
           (group.firstUse < 0 || link.firstUse < group.firstUse))
         group.firstUse = link.firstUse;
