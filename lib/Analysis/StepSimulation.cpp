@@ -1160,9 +1160,29 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
       peakIndex = index;
     }
   }
-  if (liveAt)
+  if (liveAt) {
     for (unsigned p = slot + 1; p <= numOps; ++p)
       (*liveAt)[p] = live;
+    // A model of the step before the copies are inserted (the planner's) has
+    // no position for a load's wait: the wait, and the releases its stall
+    // lets happen, count in the position of the op it precedes. So the
+    // positions after a load's wait, up to that op (past other copies and
+    // views, which offload-reorder-backward sinks to it), count what was
+    // live at the wait: a schedule made on the IR (offload-schedule-copies)
+    // never issues a copy between the two, where the planner could not.
+    for (unsigned p = 0; p < numOps; ++p) {
+      auto wait = dyn_cast<WaitOp>(ops[p].op);
+      if (!wait || !wait.getFuture().getDefiningOp<LoadStartOp>())
+        continue;
+      for (unsigned q = p + 1; q <= numOps; ++q) {
+        (*liveAt)[q] = std::max((*liveAt)[q], (*liveAt)[p]);
+        if (q == numOps ||
+            !(isa<OffloadStartOp, LoadStartOp, WaitOp>(ops[q].op) ||
+              getViewSource(ops[q].op)))
+          break;
+      }
+    }
+  }
   result.liveAtPeak.assign(buffers.size(), false);
   result.loadLiveAtPeak.assign(links.size(), false);
   for (size_t i = 0; i <= peakIndex && i < events.size(); ++i) {

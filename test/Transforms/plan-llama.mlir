@@ -21,7 +21,7 @@
 // BLOCK-NEXT: predicted (h100-pcie5): moved 1.6 GiB to host and 1.6 GiB back; peak device memory 2.5 GiB -> 2.1 GiB; step 20.003 ms -> 77.602 ms (exposed copies 57.599 ms)
 // Scheduled, the loads start as early as the synchronous peak allows: the
 // same peak to the byte, 12.5 ms faster.
-// BLOCK-SCHED: predicted (h100-pcie5): moved 1.6 GiB to host and 1.6 GiB back; peak device memory 2.5 GiB -> 2.1 GiB; step 20.003 ms -> 65.087 ms (exposed copies 45.084 ms)
+// BLOCK-SCHED: predicted (h100-pcie5): moved 1.6 GiB to host and 1.6 GiB back; peak device memory 2.5 GiB -> 2.1 GiB; step 20.003 ms -> 66.307 ms (exposed copies 46.304 ms)
 // BLOCK-PEAK: "peak_bytes_after": 2215165968,
 
 // The q, k, v input's one copy is hidden; three were not.
@@ -49,7 +49,7 @@
 
 // L8: total: offloaded 136 values, 13.0 GiB; kept 90 values, 3.3 GiB
 // L8-NEXT: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 618.694 ms (exposed copies 458.670 ms)
-// L8-SCHED: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 564.656 ms (exposed copies 404.632 ms)
+// L8-SCHED: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 565.876 ms (exposed copies 405.852 ms)
 // L8-PEAK: "peak_bytes_after": 15039725696,
 // By default plan=hidden allows no predicted slowdown, even with every copy
 // 5% slower (copy-margin): 3.8 instead of 4.0 GiB offloaded. The peak is
