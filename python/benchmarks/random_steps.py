@@ -51,14 +51,16 @@ every run (random.Random seeded with a string; Python may change its
 sampling functions between versions, so other versions may draw other
 modules).
 
-The configurations (`--configs`): default; schedule (schedule=true); hidden
-(plan=hidden); budget and budget+schedule (a budget drawn in [0.5, 1.0] of
-the peak without offload, from the default run's report, as a fraction or in
-bytes); budget-reachable and budget-reachable+schedule (a budget drawn
-between the peak with everything offloaded and the peak without, where
-planning has a choice); min-bytes=0+inflight (min-bytes=0 schedule=true
+The configurations (`--configs`): sync (schedule=false); schedule
+(schedule=true, the pipeline's default); hidden (plan=hidden schedule=false);
+budget and budget+schedule (a budget drawn in [0.5, 1.0] of the peak without
+offload, from the sync run's report, as a fraction or in bytes);
+budget-reachable and budget-reachable+schedule (a budget drawn between the
+peak with everything offloaded and the peak without, where planning has a
+choice); min-bytes=0+inflight (min-bytes=0 schedule=true
 max-inflight-bytes=16KiB); schedule+at-wait (schedule=true
-release=at-wait, the PyTorch bridge's release). offload-opt runs with glibc poisoning freed
+release=at-wait, the PyTorch bridge's release); hidden+schedule
+(plan=hidden schedule=true). offload-opt runs with glibc poisoning freed
 memory (`--no-poison` turns it off), so reading freed memory crashes.
 
 Pure Python 3 standard library.
@@ -989,20 +991,23 @@ class Config:
         self.budget = budget
         self.floor = floor
         self.hidden = hidden
-        self.schedule = "schedule=true" in options
+        self.schedule = "schedule=false" not in options
 
 
 CONFIGS = [
-    Config("default", ""),
+    # Every configuration names `schedule`: the pipeline's default is
+    # schedule=true, and the synchronous form keeps its own coverage.
+    Config("sync", "schedule=false"),
     Config("schedule", "schedule=true"),
-    Config("hidden", "plan=hidden", hidden=True),
-    Config("budget", "", budget="fraction"),
+    Config("hidden", "plan=hidden schedule=false", hidden=True),
+    Config("budget", "schedule=false", budget="fraction"),
     Config("budget+schedule", "schedule=true", budget="fraction"),
-    Config("budget-reachable", "", budget="reachable", floor="default"),
+    Config("budget-reachable", "schedule=false", budget="reachable", floor="sync"),
     Config("budget-reachable+schedule", "schedule=true", budget="reachable",
            floor="schedule"),
     Config("min-bytes=0+inflight", "min-bytes=0 schedule=true max-inflight-bytes=16KiB"),
     Config("schedule+at-wait", "schedule=true release=at-wait"),
+    Config("hidden+schedule", "plan=hidden schedule=true", hidden=True),
 ]
 
 

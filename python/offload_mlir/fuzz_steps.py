@@ -60,7 +60,7 @@ CRASH_MARKERS = ("PLEASE submit a bug report", "Stack dump", "Assertion", "LLVM 
 # The pipelines every mutated step goes through (offload-opt arguments).
 STEP_PIPELINES = [
     ["--offload-activations"],
-    ["--offload-activations=schedule=true"],
+    ["--offload-activations=schedule=false"],
     ["--offload-activations=plan=hidden"],
     ["--offload-activations=min-bytes=0 schedule=true max-inflight-bytes=16KiB"],
     ["--offload-activations=budget=0.9"],

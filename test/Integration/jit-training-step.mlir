@@ -3,7 +3,7 @@
 // and loaded back. Both runs must print the same values.
 //
 // RUN: offload-opt %s %{to-llvm} | %mlir_runner | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.plain
-// RUN: offload-opt %s --offload-activations="min-bytes=0" %{to-llvm} > %t.offloaded.mlir
+// RUN: offload-opt %s --offload-activations="schedule=false min-bytes=0" %{to-llvm} > %t.offloaded.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.offloaded.mlir
 // RUN: env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner < %t.offloaded.mlir | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.offloaded
 // RUN: diff %t.plain %t.offloaded

@@ -1,5 +1,8 @@
-// RUN: offload-opt %s -split-input-file -offload-activations | FileCheck %s
+// RUN: offload-opt %s -split-input-file -offload-activations=schedule=false | FileCheck %s
 // RUN: offload-opt %s -split-input-file -offload-find-saved-activations -offload-insert-offloads -offload-reorder-backward -offload-insert-loads | FileCheck %s
+// The default schedules the copies (schedule=true): the same places, split
+// into start and wait.
+// RUN: offload-opt %s -split-input-file -offload-activations | FileCheck %s --check-prefix=DEFAULT
 
 // An MLP step in upstream linalg/arith/math/tensor: the hidden activation is
 // offloaded after its last forward use and loaded right before the view
@@ -17,6 +20,16 @@
 // CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %[[L]]
 // CHECK-NEXT: %[[X:.*]] = tensor.expand_shape %[[V]]
 // CHECK-NEXT: math.tanh %[[X]]
+// DEFAULT-LABEL: func @forward
+// DEFAULT: %[[H:.*]] = linalg.matmul
+// DEFAULT: math.tanh %[[H]]
+// DEFAULT-NEXT: %[[F:.*]] = offload.offload_start %[[H]]
+// DEFAULT: %[[C:.*]] = offload.wait %[[F]]
+// DEFAULT: return %{{.*}}, %[[C]], %arg0
+// DEFAULT-LABEL: func @backward
+// DEFAULT: offload.load_start %arg0
+// DEFAULT: offload.wait
+// DEFAULT: math.tanh
 func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
     -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {

@@ -5,8 +5,8 @@
 // One layer: everything eligible offloaded, copies synchronous (the default)
 // or scheduled; plan=hidden keeps what the link hides; a budget below the
 // reachable peak is diagnosed.
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
 // RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-SCHED
 // RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
 // RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-HIDDEN
@@ -37,8 +37,8 @@
 // BLOCK-NOFIT: error: no plan fits the budget of 2.00 GiB (2147483648 bytes): the smallest predicted peak is 2.05 GiB (2198355984 bytes); without offload it is 2.49 GiB (2669232144 bytes)
 
 // Eight layers.
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-SCHED
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN

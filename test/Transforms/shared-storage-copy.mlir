@@ -4,7 +4,7 @@
 // first view is needed, and rebuilds each view right before its first real
 // consumer. The planner, the scheduler and the report count that one copy.
 //
-// RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0" | FileCheck %s --check-prefix=SYNC
+// RUN: offload-opt %s -split-input-file --offload-activations="schedule=false min-bytes=0" | FileCheck %s --check-prefix=SYNC
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true" | FileCheck %s --check-prefix=SCHED
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON

@@ -62,6 +62,11 @@ inline constexpr double kMaxInterference = 0.01;
 /// plan whose D2H queue the model ends just before forward does stalled
 /// there by about 1 ms; 5% is twice that error.
 inline constexpr double kCopyMargin = 0.05;
+/// `schedule`: split the copies into start/wait and hoist the load starts.
+/// At the same plan it is what keeps copies hidden (H100, bf16x8, budget=0.9:
+/// 1.016x scheduled against 1.376x with every load at its wait, at the same
+/// peak; docs/benchmarks/peers.md, run 21).
+inline constexpr bool kSchedule = true;
 /// `max-inflight-bytes`, parsed by offload_support::parseByteSize.
 inline constexpr const char kMaxInflightBytes[] = "2GiB";
 inline constexpr ExecutionModel::Release kRelease =

@@ -68,8 +68,9 @@ struct OffloadPipelineOptions
   PassOptions::Option<bool> schedule{
       *this, "schedule",
       llvm::cl::desc("Split copies into start/wait and hoist load starts "
-                     "(offload-schedule-copies)"),
-      llvm::cl::init(false)};
+                     "(offload-schedule-copies); false: one synchronous copy "
+                     "each way per value"),
+      llvm::cl::init(defaults::kSchedule)};
   PassOptions::Option<std::string> maxInflightBytes{
       *this, "max-inflight-bytes",
       llvm::cl::desc("Most bytes of loads started and not yet waited"),

@@ -253,7 +253,8 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
            "plan=hidden: choose values as if every copy took this fraction "
            "longer (slack for compute that runs faster than predicted)">,
-    Option<"schedule", "schedule", "bool", /*default=*/"true",
+    Option<"schedule", "schedule", "bool",
+           /*default=*/"::mlir::offload::defaults::kSchedule",
            "Predict with load starts hoisted as far as time, in-flight bytes "
            "and the peak allow (as offload-schedule-copies does); false: "
            "loads start at their wait">,
