@@ -154,8 +154,8 @@ def test_check_passes_on_a_few_modules(offload_opt, tmp_path, capsys):
                             offload_opt, "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 9 configurations, "
-                     r"27 runs, 0 round-trip failures, 0 violations", out)
+    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 10 configurations, "
+                     r"30 runs, 0 round-trip failures, 0 violations", out)
 
 
 def test_check_reports_a_failing_tool(tmp_path, capsys):
@@ -165,7 +165,7 @@ def test_check_reports_a_failing_tool(tmp_path, capsys):
     fake.chmod(0o755)
     failures = tmp_path / "failures"
     rc = random_steps.main(["check", "--count", "1", "--seed", "5", "--offload-opt", str(fake),
-                            "--configs", "default", "--failures-dir", str(failures)])
+                            "--configs", "sync", "--failures-dir", str(failures)])
     captured = capsys.readouterr()
     assert rc == 1
     assert "VIOLATION: module 0" in captured.err
