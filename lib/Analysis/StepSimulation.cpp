@@ -73,6 +73,8 @@ private:
   /// values fusion keeps out of device memory.
   llvm::DenseMap<Operation *, double> fusedSeconds;
   llvm::DenseSet<Value> unmaterialized;
+  /// Backward arguments of a value saved more than once, to the first one.
+  llvm::DenseMap<Value, Value> sameSavedValue;
   llvm::DenseMap<Value, Ref> refs;
   /// The copy each future or copied value comes from.
   llvm::DenseMap<Value, unsigned> copyOf;
@@ -259,6 +261,8 @@ void StepModelBuilder::estimateFused(Block &block) {
     bool writes = false;
     for (Value operand : op.getOperands()) {
       Value storage = getStorageRoot(operand);
+      if (Value same = sameSavedValue.lookup(storage))
+        storage = same;
       if (!isa<TensorType>(storage.getType()) ||
           unmaterialized.contains(storage) ||
           !readInStretch.insert(storage).second)
@@ -294,6 +298,16 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   Block &forward = step.getForward().getFunctionBody().front();
   Block &backward = step.getBackward().getFunctionBody().front();
   if (model.execution.fuseMemoryBound) {
+    // A value saved twice is one buffer: backward's arguments for it read
+    // the same memory (and once offloaded as one copy, the same loaded
+    // value), so a fused kernel reads it once.
+    llvm::DenseMap<Value, BlockArgument> firstArgOf;
+    for (unsigned i = 0; i < numSaved; ++i) {
+      BlockArgument arg = step.getBackwardArgument(i);
+      auto [it, inserted] = firstArgOf.try_emplace(step.getSavedValue(i), arg);
+      if (!inserted)
+        sameSavedValue[arg] = it->second;
+    }
     estimateFused(forward);
     estimateFused(backward);
   }
