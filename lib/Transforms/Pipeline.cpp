@@ -27,6 +27,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.maxSlowdown = options.maxSlowdown;
     plan.copyMargin = options.copyMargin;
     plan.maxInterference = options.maxInterference;
+    plan.hiddenPatience = options.hiddenPatience;
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.deviceProfile = options.deviceProfile;

@@ -454,7 +454,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// the plan first fit would simulate for it, or by the bound; so the result
   /// is first fit's wherever adding offloads never shortens the predicted
   /// step (see docs/scaling.md), with O(log) simulations per run of kept or
-  /// dropped candidates instead of one per candidate.
+  /// dropped candidates instead of one per candidate. After
+  /// `hidden-patience` candidates in a row are simulated and dropped, the
+  /// rest (the smallest) are not tried.
   void fitHidden(const Planner &planner, ArrayRef<unsigned> order,
                  double limit, double interferenceLimit,
                  SmallVector<unsigned> &chosen) {
@@ -501,6 +503,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return true;
     };
     size_t next = 0, width = 1;
+    // Candidates simulated and dropped since the last one kept.
+    unsigned droppedInRow = 0;
     while (next < order.size()) {
       SmallVector<unsigned> batch;
       SmallVector<size_t> batchAt;
@@ -540,9 +544,15 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       if (kept == batch.size()) {
         next = batchAt.back() + 1;
         width *= 2;
+        droppedInRow = 0;
       } else {
         next = batchAt[kept] + 1;
         width = std::max<size_t>(1, kept);
+        droppedInRow = kept == 0 ? droppedInRow + 1 : 1;
+        // Candidates come largest first; past a long run of drops the rest
+        // rarely fit, and trying each costs a simulation of the whole step.
+        if (hiddenPatience > 0 && droppedInRow >= hiddenPatience)
+          break;
       }
     }
   }

@@ -60,6 +60,11 @@ struct OffloadPipelineOptions
       llvm::cl::desc("plan=hidden: largest predicted step time increase from "
                      "kernels slowed by copies beside them"),
       llvm::cl::init(defaults::kMaxInterference)};
+  PassOptions::Option<unsigned> hiddenPatience{
+      *this, "hidden-patience",
+      llvm::cl::desc("plan=hidden: stop after this many candidates in a row "
+                     "are simulated and dropped (0: exact first fit)"),
+      llvm::cl::init(defaults::kHiddenPatience)};
   PassOptions::Option<double> copyMargin{
       *this, "copy-margin",
       llvm::cl::desc("plan=hidden: plan as if every copy took this fraction "

@@ -253,6 +253,10 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
            "plan=hidden: choose values as if every copy took this fraction "
            "longer (slack for compute that runs faster than predicted)">,
+    Option<"hiddenPatience", "hidden-patience", "unsigned",
+           /*default=*/"::mlir::offload::defaults::kHiddenPatience",
+           "plan=hidden: stop after this many candidates in a row are "
+           "simulated and dropped (0: try every candidate, exact first fit)">,
     Option<"schedule", "schedule", "bool",
            /*default=*/"::mlir::offload::defaults::kSchedule",
            "Predict with load starts hoisted as far as time, in-flight bytes "
