@@ -116,6 +116,18 @@ static Operation *getReachableAnchor(Operation *op, Operation *anchor) {
   return anchor;
 }
 
+/// getReachableAnchor for a copy start or wait that the model placed at
+/// `target`: where `target` is at or below `floor`, the model's last op a
+/// copy may not cross, every op between commutes with the copy and the walk
+/// over them (quadratic over a large step's copies) is skipped.
+static Operation *getReachableAnchor(const StepModel &model, Operation *op,
+                                     Operation *target, unsigned floor) {
+  std::optional<unsigned> pos = model.getPosition(target);
+  if (pos && *pos >= floor)
+    return target;
+  return getReachableAnchor(op, target);
+}
+
 /// Moves the wait of each offload up to its release point in `plan` (see
 /// StepModel::placeOffloadWaits).
 static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
@@ -132,7 +144,8 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
         target->getBlock() != wait->getBlock() ||
         !start->isBeforeInBlock(target) || !target->isBeforeInBlock(wait))
       continue;
-    target = getReachableAnchor(wait, target);
+    target = getReachableAnchor(model, wait, target,
+                                model.getOffloadWaitFloor());
     if (target != wait)
       moveOpBefore(wait, target->getIterator());
   }
@@ -188,7 +201,9 @@ static LogicalResult scheduleStep(const TrainingStep &step,
     if (def && def->getBlock() == start->getBlock() &&
         !def->isBeforeInBlock(anchor))
       target = def->getNextNode();
-    target = getReachableAnchor(start, target);
+    target = getReachableAnchor(
+        *model, start, target,
+        model->getLoadIssueFloor(plan.copies[load.first].waitPos));
     if (target != start)
       moveOpBefore(start, target->getIterator());
   }
