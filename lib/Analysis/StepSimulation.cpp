@@ -744,12 +744,97 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads,
       plan.copies[sink.copy].waitPos = sink.from;
 }
 
+namespace {
+/// Per op position, the live bytes of the synchronous plan plus the bytes of
+/// the loads hoisted across it, and those hoisted bytes alone: a segment tree
+/// with range add and range maximum, so placeLoads finds the last position
+/// that would break a limit in O(log n) instead of walking every position a
+/// load is hoisted across (quadratic over a large step's loads).
+class HoistedBytes {
+public:
+  HoistedBytes(ArrayRef<int64_t> liveAt) : size(liveAt.size()) {
+    while (leaves < size)
+      leaves *= 2;
+    live.assign(2 * leaves, std::numeric_limits<int64_t>::min());
+    hoisted.assign(2 * leaves, 0);
+    pending.assign(2 * leaves, 0);
+    for (size_t i = 0; i < size; ++i)
+      live[leaves + i] = liveAt[i];
+    for (size_t i = leaves; i-- > 1;)
+      live[i] = std::max(live[2 * i], live[2 * i + 1]);
+  }
+
+  /// Adds `bytes` at positions [from, to).
+  void add(size_t from, size_t to, int64_t bytes) {
+    if (from < to)
+      add(1, 0, leaves, from, to, bytes);
+  }
+
+  /// The last position in [from, to) whose live plus hoisted bytes exceed
+  /// `liveLimit`, or whose hoisted bytes exceed `hoistedLimit`; -1 if none.
+  int64_t lastAbove(size_t from, size_t to, int64_t liveLimit,
+                    int64_t hoistedLimit) {
+    if (from >= to)
+      return -1;
+    return lastAbove(1, 0, leaves, from, to, liveLimit, hoistedLimit);
+  }
+
+private:
+  void apply(size_t node, int64_t bytes) {
+    live[node] += bytes;
+    hoisted[node] += bytes;
+    pending[node] += bytes;
+  }
+  void push(size_t node) {
+    if (pending[node] != 0) {
+      apply(2 * node, pending[node]);
+      apply(2 * node + 1, pending[node]);
+      pending[node] = 0;
+    }
+  }
+  void add(size_t node, size_t lo, size_t hi, size_t from, size_t to,
+           int64_t bytes) {
+    if (to <= lo || hi <= from)
+      return;
+    if (from <= lo && hi <= to) {
+      apply(node, bytes);
+      return;
+    }
+    push(node);
+    size_t mid = (lo + hi) / 2;
+    add(2 * node, lo, mid, from, to, bytes);
+    add(2 * node + 1, mid, hi, from, to, bytes);
+    live[node] = std::max(live[2 * node], live[2 * node + 1]);
+    hoisted[node] = std::max(hoisted[2 * node], hoisted[2 * node + 1]);
+  }
+  int64_t lastAbove(size_t node, size_t lo, size_t hi, size_t from, size_t to,
+                    int64_t liveLimit, int64_t hoistedLimit) {
+    if (to <= lo || hi <= from ||
+        (live[node] <= liveLimit && hoisted[node] <= hoistedLimit))
+      return -1;
+    if (hi - lo == 1)
+      return int64_t(lo);
+    push(node);
+    size_t mid = (lo + hi) / 2;
+    int64_t right = lastAbove(2 * node + 1, mid, hi, from, to, liveLimit,
+                              hoistedLimit);
+    if (right >= 0)
+      return right;
+    return lastAbove(2 * node, lo, mid, from, to, liveLimit, hoistedLimit);
+  }
+
+  size_t size, leaves = 1;
+  SmallVector<int64_t> live, hoisted, pending;
+};
+} // namespace
+
 bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
                            int64_t maxInflightBytes, ArrayRef<int64_t> liveAt,
                            int64_t memoryLimit) const {
-  // Per position: bytes of hoisted loads issued at or before it and waited
-  // after it (in flight), which the synchronous plan's `liveAt` lacks.
-  SmallVector<int64_t> hoisted(ops.size() + 1, 0);
+  // Per position: the synchronous plan's live bytes (`liveAt`) plus the
+  // bytes of hoisted loads issued at or before it and waited after it (in
+  // flight), which the synchronous plan lacks.
+  HoistedBytes bytesAt(liveAt.take_front(ops.size() + 1));
   bool anyHoisted = false;
   double streamFree = kInf;
   for (unsigned index : loads) {
@@ -760,22 +845,25 @@ bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
     double start = end - (profileLatency + double(copy.bytes) / h2dBandwidth) *
                              (1 + execution.loadLead);
     streamFree = start;
-    // The latest position at or before the wait whose start is early enough.
+    // The latest position at or before the wait whose start is early enough
+    // (start times only grow), or the first position allowed.
     unsigned issue = wait;
-    while (issue > first && startTimes[issue] > start)
-      --issue;
+    if (first < wait && startTimes[wait] > start) {
+      auto it = std::upper_bound(startTimes.begin() + first,
+                                 startTimes.begin() + wait, start);
+      issue = it == startTimes.begin() + first
+                  ? first
+                  : unsigned(it - startTimes.begin()) - 1;
+    }
     // Then no higher than the first position, going up from the wait, where
     // its bytes would break the in-flight or the memory limit.
-    for (unsigned p = wait; p > issue; --p) {
-      int64_t inflight = hoisted[p - 1] + copy.bytes;
-      if ((maxInflightBytes > 0 && inflight > maxInflightBytes) ||
-          liveAt[p - 1] + inflight > memoryLimit) {
-        issue = p;
-        break;
-      }
-    }
-    for (unsigned p = issue; p < wait; ++p)
-      hoisted[p] += copy.bytes;
+    int64_t blocked = bytesAt.lastAbove(
+        issue, wait, memoryLimit - copy.bytes,
+        maxInflightBytes > 0 ? maxInflightBytes - copy.bytes
+                             : std::numeric_limits<int64_t>::max());
+    if (blocked >= 0)
+      issue = unsigned(blocked) + 1;
+    bytesAt.add(issue, wait, copy.bytes);
     copy.issuePos = issue;
     anyHoisted |= issue < wait;
   }
