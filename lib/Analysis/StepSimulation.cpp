@@ -13,11 +13,13 @@
 
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallSet.h"
 
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -470,6 +472,7 @@ FailureOr<StepModel> StepModel::build(const TrainingStep &step,
                                       ExecutionModel execution) {
   StepModel model;
   model.execution = execution;
+  model.scratchPool = std::make_shared<SimulationScratchPool>();
   if (failed(StepModelBuilder(model, costModel).build(step)))
     return failure();
   return model;
@@ -1073,6 +1076,56 @@ struct MemoryEvent {
 constexpr unsigned kSlotNow = ~0u;
 } // namespace
 
+namespace mlir::offload {
+/// What simulate() fills per call, reused between calls.
+struct SimulationScratch {
+  /// The copies issued (waited) at each position, by position: those of
+  /// position p are [start[p], start[p + 1]).
+  SmallVector<unsigned> issuedStart, issued, waitedStart, waited;
+  /// Per position: when its copies are issued (before the compute stream
+  /// waits there), when its op starts and ends.
+  SmallVector<double> issueStart, opStart, opEnd;
+  std::vector<MemoryEvent> events;
+};
+
+class SimulationScratchPool {
+public:
+  std::unique_ptr<SimulationScratch> acquire() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (free.empty())
+      return std::make_unique<SimulationScratch>();
+    std::unique_ptr<SimulationScratch> scratch = std::move(free.back());
+    free.pop_back();
+    return scratch;
+  }
+  void release(std::unique_ptr<SimulationScratch> scratch) {
+    std::lock_guard<std::mutex> lock(mutex);
+    free.push_back(std::move(scratch));
+  }
+
+private:
+  std::mutex mutex;
+  SmallVector<std::unique_ptr<SimulationScratch>> free;
+};
+} // namespace mlir::offload
+
+/// Fills `start` and `items` with `count` lists, by key: each item in the
+/// order given.
+static void groupByKey(unsigned count, ArrayRef<unsigned> itemsInOrder,
+                       llvm::function_ref<unsigned(unsigned)> keyOf,
+                       SmallVectorImpl<unsigned> &start,
+                       SmallVectorImpl<unsigned> &items) {
+  start.assign(count + 1, 0);
+  for (unsigned item : itemsInOrder)
+    ++start[keyOf(item) + 1];
+  for (unsigned key = 0; key < count; ++key)
+    start[key + 1] += start[key];
+  items.resize_for_overwrite(itemsInOrder.size());
+  SmallVector<unsigned> fill(start.begin(), start.end() - 1);
+  for (unsigned item : itemsInOrder)
+    items[fill[keyOf(item)]++] = item;
+}
+
 SimulationResult StepModel::simulate(const CopyPlan &plan) const {
   return simulate(plan, nullptr);
 }
@@ -1083,35 +1136,55 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
   unsigned numOps = ops.size();
   result.exposedPerCopy.assign(plan.copies.size(), 0);
 
-  SmallVector<SmallVector<unsigned, 2>> issuedAt(numOps + 1), waitedAt(numOps + 1);
+  std::unique_ptr<SimulationScratch> scratch = scratchPool->acquire();
+  auto releaseScratch = llvm::make_scope_exit(
+      [&] { scratchPool->release(std::move(scratch)); });
   SmallVector<unsigned> bySequence =
       llvm::to_vector(llvm::seq<unsigned>(0, plan.copies.size()));
   llvm::stable_sort(bySequence, [&](unsigned a, unsigned b) {
     return plan.copies[a].sequence < plan.copies[b].sequence;
   });
-  for (unsigned index : bySequence)
-    issuedAt[std::min(plan.copies[index].issuePos, numOps)].push_back(index);
+  groupByKey(
+      numOps + 1, bySequence,
+      [&](unsigned c) { return std::min(plan.copies[c].issuePos, numOps); },
+      scratch->issuedStart, scratch->issued);
   bool releaseAtWait = execution.release == ExecutionModel::Release::AtWait;
+  SmallVector<unsigned> waitedCopies;
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind == PlannedCopy::Kind::Load || releaseAtWait)
-      waitedAt[std::min(copy.waitPos, numOps)].push_back(index);
+      waitedCopies.push_back(index);
     (copy.kind == PlannedCopy::Kind::Load ? result.h2dBytes : result.d2hBytes) +=
         copy.bytes;
   }
+  groupByKey(
+      numOps + 1, waitedCopies,
+      [&](unsigned c) { return std::min(plan.copies[c].waitPos, numOps); },
+      scratch->waitedStart, scratch->waited);
+  auto issuedAt = [&](unsigned pos) {
+    return ArrayRef(scratch->issued)
+        .slice(scratch->issuedStart[pos],
+               scratch->issuedStart[pos + 1] - scratch->issuedStart[pos]);
+  };
+  auto waitedAt = [&](unsigned pos) {
+    return ArrayRef(scratch->waited)
+        .slice(scratch->waitedStart[pos],
+               scratch->waitedStart[pos + 1] - scratch->waitedStart[pos]);
+  };
 
   CopyStreams streams(plan, profileLatency, d2hBandwidth, h2dBandwidth,
                       bothWaysBandwidth);
-  // Per position: when its copies are issued (before the compute stream
-  // waits there), when its op starts and ends.
-  SmallVector<double> issueStart(numOps + 1), opStart(numOps + 1),
-      opEnd(numOps + 1);
+  SmallVectorImpl<double> &issueStart = scratch->issueStart,
+                          &opStart = scratch->opStart, &opEnd = scratch->opEnd;
+  issueStart.resize_for_overwrite(numOps + 1);
+  opStart.resize_for_overwrite(numOps + 1);
+  opEnd.resize_for_overwrite(numOps + 1);
   double time = 0;
   for (unsigned pos = 0; pos <= numOps; ++pos) {
     streams.run(time);
     issueStart[pos] = time;
-    for (unsigned copy : issuedAt[pos])
+    for (unsigned copy : issuedAt(pos))
       streams.issue(copy, time);
-    for (unsigned copy : waitedAt[pos]) {
+    for (unsigned copy : waitedAt(pos)) {
       streams.run(kInf, copy);
       if (streams.isDone(copy) && streams.getEnd(copy) > time) {
         result.exposedPerCopy[copy] += streams.getEnd(copy) - time;
@@ -1184,7 +1257,8 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     }
   }
 
-  std::vector<MemoryEvent> events;
+  std::vector<MemoryEvent> &events = scratch->events;
+  events.clear();
   for (auto [id, buffer] : llvm::enumerate(buffers)) {
     if (buffer.bytes == 0)
       continue;

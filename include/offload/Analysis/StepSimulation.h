@@ -34,8 +34,12 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <memory>
+
 namespace mlir {
 namespace offload {
+
+class SimulationScratchPool;
 
 /// What the model assumes about the code that runs the step, beyond the
 /// device's numbers.
@@ -322,6 +326,11 @@ private:
   double profileLatency = 0, d2hBandwidth = 1, h2dBandwidth = 1,
          bothWaysBandwidth = 1, copyInterference = 0;
   llvm::DenseMap<Operation *, unsigned> positions;
+  /// The arrays simulate() fills, kept between calls: at 100k ops they are
+  /// megabytes, and allocating them afresh for each of the planner's
+  /// simulations cost a quarter of its time in page faults. Shared by
+  /// copies of the model; safe for concurrent simulations.
+  std::shared_ptr<SimulationScratchPool> scratchPool;
   /// Per position (and numOps), the last position before it whose op a copy
   /// start or wait may not cross, or -1.
   SmallVector<int> lastCopyBarrier;
