@@ -24,6 +24,7 @@
 #include "offload_support/ByteSize.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <cmath>
@@ -160,13 +161,15 @@ public:
     return result;
   }
   void add(ArrayRef<Load> loads) { apply(loads, 1); }
-
-private:
+  void remove(ArrayRef<Load> loads) { apply(loads, -1); }
+  /// The bound with the loads kept.
   double current() const {
     if (synchronousLoads)
       return computeEnd + total;
     return computeEnd + std::max(0.0, top[1]);
   }
+
+private:
   void apply(ArrayRef<Load> loads, double sign) {
     for (const Load &load : loads) {
       total += sign * load.seconds;
@@ -461,7 +464,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
                  double limit, double interferenceLimit,
                  SmallVector<unsigned> &chosen) {
     const StepModel &model = planner.getModel();
-    StepTimeBound bound(model, !schedule);
+    // `bound` holds the loads kept; `batchBound` those and the batch's, so
+    // that growing a batch costs its new loads only.
+    StepTimeBound bound(model, !schedule), batchBound(bound);
     using Load = StepTimeBound::Load;
     auto loadsOf = [&](unsigned c, SmallVectorImpl<Load> &loads) {
       bound.appendLoads(planner.candidates[c].links, loads);
@@ -486,42 +491,108 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
                 computeEnd - model.getComputeStart(load.wait));
       return result;
     };
-    // The simulation of the last batch prefix that fit.
-    std::optional<std::pair<CopyPlan, SimulationResult>> lastFit;
-    auto fits = [&](ArrayRef<unsigned> batch) {
+    using Fit = std::pair<CopyPlan, SimulationResult>;
+    // The plan with `batch` added to those kept and its simulation, if it
+    // fits. Hidden means no copy exposed (within `limit`); kernels slowed by
+    // the copies beside them (copy_interference), which any offload costs,
+    // have a limit of their own.
+    auto trySimulate = [&](ArrayRef<unsigned> batch) -> std::optional<Fit> {
       SmallVector<unsigned> trial(chosen);
       llvm::append_range(trial, batch);
       CopyPlan plan;
       SimulationResult result = planner.simulate(trial, &plan);
-      // Hidden means no copy exposed (within `limit`); kernels slowed by the
-      // copies beside them (copy_interference), which any offload costs,
-      // have a limit of their own.
       if (result.stepSeconds - result.interferenceSeconds > limit ||
           result.interferenceSeconds > interferenceLimit)
+        return std::nullopt;
+      return Fit(std::move(plan), std::move(result));
+    };
+    // The simulation of the last batch prefix that fit.
+    std::optional<Fit> lastFit;
+    auto fits = [&](ArrayRef<unsigned> batch) {
+      std::optional<Fit> fit = trySimulate(batch);
+      if (!fit)
         return false;
-      lastFit.emplace(std::move(plan), std::move(result));
+      lastFit = std::move(fit);
       return true;
     };
+    // Ruled out next to the offloads kept so far: first fit drops it.
+    auto ruledOut = [&](unsigned c, ArrayRef<Load> loads) {
+      return exceeds(bound.boundWith(loads), limit) ||
+             exceeds(copiesBound(c), limit);
+    };
+    auto keep = [&](ArrayRef<unsigned> kept) {
+      SmallVector<Load> keptLoads;
+      for (unsigned c : kept) {
+        chosen.push_back(c);
+        loadsOf(c, keptLoads);
+      }
+      bound.add(keptLoads);
+      batchBound.add(keptLoads);
+      // The last simulation that fit is that of the plan now kept.
+      if (!kept.empty())
+        queue.update(lastFit->first, lastFit->second);
+    };
+    MLIRContext *context = &getContext();
+    unsigned threads = context->isMultithreadingEnabled()
+                           ? context->getThreadPool().getMaxConcurrency()
+                           : 1;
     size_t next = 0, width = 1;
     // Candidates simulated and dropped since the last one kept.
     unsigned droppedInRow = 0;
     while (next < order.size()) {
+      // In a run of drops each candidate is its own batch, decided against
+      // the same kept plan: the next few are simulated at once, each alone
+      // next to that plan, on the context's threads. The first that fits is
+      // kept; those before it are dropped as in order; the simulations of
+      // those after it (against a plan that no longer holds) are discarded.
+      if (droppedInRow > 0 && width == 1 && threads > 1) {
+        SmallVector<size_t> trialAt;
+        for (size_t i = next; i < order.size() && trialAt.size() < threads;
+             ++i) {
+          SmallVector<Load> loads;
+          loadsOf(order[i], loads);
+          if (!ruledOut(order[i], loads))
+            trialAt.push_back(i);
+        }
+        if (trialAt.empty())
+          break; // The bound rules out every candidate left.
+        SmallVector<std::optional<Fit>, 0> trials(trialAt.size());
+        parallelFor(context, 0, trialAt.size(), [&](size_t t) {
+          trials[t] = trySimulate(order[trialAt[t]]);
+        });
+        bool stop = false;
+        for (auto [at, trial] : llvm::zip_equal(trialAt, trials)) {
+          next = at + 1;
+          if (trial) {
+            lastFit = std::move(trial);
+            keep(order[at]);
+            width = 2;
+            droppedInRow = 0;
+            break;
+          }
+          if (hiddenPatience > 0 && ++droppedInRow >= hiddenPatience) {
+            stop = true;
+            break;
+          }
+        }
+        if (stop)
+          break;
+        continue;
+      }
       SmallVector<unsigned> batch;
       SmallVector<size_t> batchAt;
       SmallVector<Load> batchLoads;
       for (size_t i = next; i < order.size() && batch.size() < width; ++i) {
         SmallVector<Load> loads;
         loadsOf(order[i], loads);
-        // Ruled out next to the offloads kept so far: first fit drops it.
-        if (exceeds(bound.boundWith(loads), limit) ||
-            exceeds(copiesBound(order[i]), limit))
+        if (ruledOut(order[i], loads))
           continue;
-        size_t before = batchLoads.size();
-        llvm::append_range(batchLoads, loads);
-        if (!batch.empty() && exceeds(bound.boundWith(batchLoads), limit)) {
-          batchLoads.truncate(before);
+        batchBound.add(loads);
+        if (!batch.empty() && exceeds(batchBound.current(), limit)) {
+          batchBound.remove(loads);
           break;
         }
+        llvm::append_range(batchLoads, loads);
         batch.push_back(order[i]);
         batchAt.push_back(i);
       }
@@ -532,15 +603,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       size_t kept = longestHoldingPrefix(batch.size(), [&](size_t length) {
         return fits(ArrayRef(batch).take_front(length));
       });
-      SmallVector<Load> keptLoads;
-      for (unsigned c : ArrayRef(batch).take_front(kept)) {
-        chosen.push_back(c);
-        loadsOf(c, keptLoads);
-      }
-      bound.add(keptLoads);
-      // The last simulation that fit is that of the plan now kept.
-      if (kept > 0)
-        queue.update(lastFit->first, lastFit->second);
+      batchBound.remove(batchLoads);
+      keep(ArrayRef(batch).take_front(kept));
       if (kept == batch.size()) {
         next = batchAt.back() + 1;
         width *= 2;
