@@ -296,6 +296,7 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   model.links.resize(numSaved);
   model.planInIR.offloaded.assign(numSaved, false);
   model.planInIR.loadOf.assign(numSaved, -1);
+  model.planInIR.offloadOf.assign(numSaved, -1);
 
   Block &forward = step.getForward().getFunctionBody().front();
   Block &backward = step.getBackward().getFunctionBody().front();
@@ -343,6 +344,7 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
       link.buffer = *ref;
     if (auto it = copyOf.find(saved); it != copyOf.end()) {
       model.planInIR.offloaded[i] = true;
+      model.planInIR.offloadOf[i] = it->second;
       offloadOfLink[i] = it->second;
       // The saved value is the host copy; the model follows it back to the
       // device value it was copied from.
@@ -493,6 +495,7 @@ CopyPlan StepModel::getEmptyPlan() const {
   CopyPlan plan;
   plan.offloaded.assign(links.size(), false);
   plan.loadOf.assign(links.size(), -1);
+  plan.offloadOf.assign(links.size(), -1);
   return plan;
 }
 
@@ -610,10 +613,12 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     const Link &link = links[l];
     if (link.buffer < 0 || buffers[link.buffer].persistent)
       continue;
-    for (unsigned member : group.links)
-      plan.offloaded[member] = true;
     auto [it, inserted] =
         offloadOfValue.try_emplace(group.value, plan.copies.size());
+    for (unsigned member : group.links) {
+      plan.offloaded[member] = true;
+      plan.offloadOf[member] = it->second;
+    }
     if (inserted) {
       // Right after the last forward use of the storage (views included).
       int last = int(*getPlannedOffloadIssue(l)) - 1;

@@ -13,12 +13,14 @@
 // resulting plan is at most the budget, or the pass fails with an error
 // giving the smallest peak it could reach. With plan=hidden, the predicted
 // step time grows by at most max-slowdown. The plan=all default changes
-// nothing.
+// nothing. With schedule=true, where the plan places its copies is recorded
+// on the ops they go before (recordPlacements), for offload-schedule-copies.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PassDeviceProfile.h"
 #include "offload/Analysis/StepSimulation.h"
+#include "offload/Analysis/Views.h"
 #include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 #include "offload_support/ByteSize.h"
@@ -427,6 +429,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     // used a copy margin), for the report to show next to its own
     // prediction of the emitted IR.
     SimulationResult planned;
+    CopyPlan plannedPlan;
     if (mode == PlanMode::Hidden && copyMargin > 0) {
       FailureOr<StepModel> nominal =
           StepModel::build(step, *nominalCostModel, execution);
@@ -434,10 +437,12 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         return failure();
       Planner nominalPlanner(*nominal, schedule, inflight);
       nominalPlanner.candidates = planner.candidates;
-      planned = nominalPlanner.simulate(chosen);
+      planned = nominalPlanner.simulate(chosen, &plannedPlan);
     } else {
-      planned = planner.simulate(chosen);
+      planned = planner.simulate(chosen, &plannedPlan);
     }
+    if (schedule)
+      recordPlacements(step, *model, plannedPlan);
     forward->setAttr(
         OffloadDialect::kPlannedAttrName,
         builder.getDictionaryAttr(
@@ -446,6 +451,66 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
              builder.getNamedAttr("step_seconds",
                                   builder.getF64FloatAttr(planned.stepSeconds))}));
     return success();
+  }
+
+  /// Records where `plan` places its copies as attributes on the ops they
+  /// go before (OffloadDialect::kLoadStartsAttrName, kOffloadWaitsAttrName),
+  /// for offload-schedule-copies. Each names every saved value the copy
+  /// carries (a shared copy carries several). Positions of the model before
+  /// the copies exist are ops that the passes in between keep in order,
+  /// except views, which offload-reorder-backward moves: a copy placed
+  /// before a view goes before the next op that is no view (views take no
+  /// time and hold no memory of their own). A wait at the end of forward
+  /// needs no record.
+  void recordPlacements(const TrainingStep &step, const StepModel &model,
+                        const CopyPlan &plan) {
+    unsigned numOps = model.getNumOps(), numForward = model.getNumForwardOps();
+    auto anchorAt = [&](unsigned pos, unsigned end) -> Operation * {
+      for (; pos < end; ++pos)
+        if (!getViewSource(model.getOp(pos)))
+          return model.getOp(pos);
+      return nullptr;
+    };
+    SmallVector<SmallVector<int64_t>> carried(plan.copies.size());
+    for (unsigned l = 0, e = step.getNumSaved(); l < e; ++l) {
+      if (!plan.offloaded[l])
+        continue;
+      if (plan.loadOf[l] >= 0)
+        carried[plan.loadOf[l]].push_back(l);
+      if (plan.offloadOf[l] >= 0)
+        carried[plan.offloadOf[l]].push_back(l);
+    }
+    SmallVector<unsigned> loads;
+    for (auto [index, copy] : llvm::enumerate(plan.copies))
+      if (copy.kind == PlannedCopy::Kind::Load)
+        loads.push_back(index);
+    llvm::stable_sort(loads, [&](unsigned a, unsigned b) {
+      const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
+      return std::make_pair(x.issuePos, x.sequence) <
+             std::make_pair(y.issuePos, y.sequence);
+    });
+    llvm::MapVector<Operation *, SmallVector<int64_t>> loadStarts,
+        offloadWaits;
+    // Loads started at their waits too: offload-schedule-copies issues the
+    // loads of a position in the recorded order.
+    for (unsigned index : loads) {
+      const PlannedCopy &copy = plan.copies[index];
+      if (Operation *anchor = anchorAt(copy.issuePos, numOps))
+        llvm::append_range(loadStarts[anchor], carried[index]);
+    }
+    for (auto [index, copy] : llvm::enumerate(plan.copies)) {
+      if (copy.kind != PlannedCopy::Kind::Offload || copy.waitPos >= numForward)
+        continue;
+      if (Operation *anchor = anchorAt(copy.waitPos, numForward))
+        llvm::append_range(offloadWaits[anchor], carried[index]);
+    }
+    Builder builder(&getContext());
+    for (auto &[op, indices] : loadStarts)
+      op->setAttr(OffloadDialect::kLoadStartsAttrName,
+                  builder.getDenseI64ArrayAttr(indices));
+    for (auto &[op, indices] : offloadWaits)
+      op->setAttr(OffloadDialect::kOffloadWaitsAttrName,
+                  builder.getDenseI64ArrayAttr(indices));
   }
 
   /// plan=hidden: first fit in `order`, each candidate kept if the plan with

@@ -31,7 +31,10 @@
 // of unrelated memory, but no op of unknown effects. The cost model plans
 // with the same rule (StepModel::getLoadIssueFloor, getOffloadWaitFloor), and
 // each move checks it against the ops it crosses. Nothing else moves, so
-// dominance and the order of effects hold.
+// dominance and the order of effects hold. Where offload-plan recorded its
+// placements (OffloadDialect::kLoadStartsAttrName, kOffloadWaitsAttrName),
+// the copies go there instead, under the same effects rule, and the stamps
+// are removed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +154,122 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
   }
 }
 
+/// The saved values a stamp of offload-plan names (see
+/// OffloadDialect::kLoadStartsAttrName), or nothing where `op` has none; an
+/// error where one names a saved value the step does not have.
+static FailureOr<ArrayRef<int64_t>> getStamp(Operation *op, StringRef name,
+                                             unsigned numSaved) {
+  auto indices = op->getAttrOfType<DenseI64ArrayAttr>(name);
+  if (!indices)
+    return ArrayRef<int64_t>();
+  for (int64_t index : indices.asArrayRef())
+    if (index >= int64_t(numSaved))
+      return op->emitError() << "'" << name << "' names saved value " << index
+                             << ", but the step saves " << numSaved;
+  return indices.asArrayRef();
+}
+
+/// Places the copies where offload-plan recorded them: each load start of a
+/// saved value named by a `load_starts` stamp right before the stamped op
+/// (in the stamp's order), each offload wait named by an `offload_waits`
+/// stamp right before its op; then removes the stamps. A copy stays where it
+/// is if the stamped op is not between its start and its wait (the IR
+/// changed since the plan), and moves only as far as the ops it crosses
+/// commute with it. Sets `found` if the step has any stamp.
+static LogicalResult placeAsRecorded(const TrainingStep &step,
+                                     const StepModel &model, bool &found) {
+  unsigned numSaved = step.getNumSaved();
+  Block &forward = step.getForward().getFunctionBody().front();
+  Block &backward = step.getBackward().getFunctionBody().front();
+  StringRef loadName = OffloadDialect::kLoadStartsAttrName;
+  StringRef waitName = OffloadDialect::kOffloadWaitsAttrName;
+  found = false;
+  for (Block *block : {&forward, &backward})
+    for (Operation &op : *block)
+      if (op.hasAttr(loadName) || op.hasAttr(waitName))
+        found = true;
+  if (!found)
+    return success();
+
+  // The copies of each saved value: the load that reads its backward
+  // argument, the offload whose wait forward returns for it.
+  SmallVector<LoadStartOp> loadOf(numSaved);
+  SmallVector<WaitOp> offloadWaitOf(numSaved);
+  for (auto start : backward.getOps<LoadStartOp>())
+    if (auto arg = dyn_cast<BlockArgument>(start.getSource());
+        arg && arg.getOwner() == &backward && arg.getArgNumber() < numSaved)
+      loadOf[arg.getArgNumber()] = start;
+  Operation *ret = step.getForwardReturn();
+  for (unsigned i = 0; i < numSaved; ++i)
+    if (auto wait = ret->getOperand(step.getSavedResultIndex(i))
+                        .getDefiningOp<WaitOp>())
+      if (wait.getFuture().getDefiningOp<OffloadStartOp>())
+        offloadWaitOf[i] = wait;
+
+  llvm::SmallPtrSet<Operation *, 16> placed;
+  for (Operation &anchor : llvm::make_early_inc_range(backward)) {
+    FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, loadName, numSaved);
+    if (failed(indices))
+      return failure();
+    for (int64_t index : *indices) {
+      LoadStartOp start = loadOf[index];
+      if (!start || !placed.insert(start).second)
+        continue;
+      Operation *wait = *start.getFuture().getUsers().begin();
+      // The model before the copies exist issues the loads of a position
+      // before it waits there for any: so before the waits (and the views
+      // sunk to them) right above the stamped op.
+      Operation *target = &anchor;
+      for (Operation *above = anchor.getPrevNode(); above;
+           above = above->getPrevNode()) {
+        if (auto aboveWait = dyn_cast<WaitOp>(above)) {
+          if (!aboveWait.getFuture().getDefiningOp<LoadStartOp>())
+            break;
+          target = above;
+        } else if (!isa<LoadStartOp>(above) && !getViewSource(above)) {
+          break;
+        }
+      }
+      if (target == start || !target->isBeforeInBlock(start) ||
+          (target != wait && !target->isBeforeInBlock(wait)))
+        continue;
+      target = getReachableAnchor(
+          model, start, target,
+          model.getLoadIssueFloor(*model.getPosition(wait)));
+      if (target != start)
+        moveOpBefore(start, target->getIterator());
+    }
+    anchor.removeAttr(loadName);
+    if (anchor.hasAttr(waitName))
+      return anchor.emitError()
+             << "'" << waitName << "' on an op of backward: offloads are "
+             << "waited for in forward";
+  }
+  for (Operation &anchor : forward) {
+    FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, waitName, numSaved);
+    if (failed(indices))
+      return failure();
+    for (int64_t index : *indices) {
+      WaitOp wait = offloadWaitOf[index];
+      if (!wait || !placed.insert(wait).second)
+        continue;
+      Operation *start = wait.getFuture().getDefiningOp();
+      if (!start->isBeforeInBlock(&anchor) || !anchor.isBeforeInBlock(wait))
+        continue;
+      Operation *target = getReachableAnchor(model, wait, &anchor,
+                                             model.getOffloadWaitFloor());
+      if (target != wait)
+        moveOpBefore(wait, target->getIterator());
+    }
+    anchor.removeAttr(waitName);
+    if (anchor.hasAttr(loadName))
+      return anchor.emitError()
+             << "'" << loadName << "' on an op of forward: loads start in "
+             << "backward";
+  }
+  return success();
+}
+
 static LogicalResult scheduleStep(const TrainingStep &step,
                                   const CostModel &costModel,
                                   const ExecutionModel &execution,
@@ -161,6 +280,13 @@ static LogicalResult scheduleStep(const TrainingStep &step,
   FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
   if (failed(model))
     return failure();
+  // Where offload-plan placed the copies, they go there: the prediction it
+  // recorded is then of this IR's placements, not of a second derivation.
+  bool recorded = false;
+  if (failed(placeAsRecorded(step, *model, recorded)))
+    return failure();
+  if (recorded)
+    return success();
   CopyPlan plan = model->getPlanInIR();
   SmallVector<std::pair<unsigned, LoadStartOp>> loads;
   for (auto [index, copy] : llvm::enumerate(plan.copies))

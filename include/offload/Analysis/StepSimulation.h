@@ -93,6 +93,8 @@ struct CopyPlan {
   SmallVector<bool> offloaded;
   /// Per saved link: the load copy backward reads it through, or -1.
   SmallVector<int> loadOf;
+  /// Per saved link: the offload copy that carries it, or -1.
+  SmallVector<int> offloadOf;
 };
 
 /// What a simulation predicts.

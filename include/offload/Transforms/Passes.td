@@ -202,6 +202,33 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     of the step), as far as the bytes it keeps live leave the predicted peak
     unchanged: slack for a forward that runs faster than predicted, paid for
     with memory only where the peak is not.
+
+    Where `offload-plan` recorded its placements (with `schedule=true` it
+    stamps `offload.load_starts = array<i64: ...>` on the backward op each
+    load starts before and `offload.offload_waits` on the forward op each
+    offload is waited before, naming saved values), this pass places the
+    copies there instead of deriving the placements again, and removes the
+    stamps: the prediction the planner recorded is then of these
+    placements. Loads stamped on one op start in the stamp's order, before
+    the waits (and the views sunk to them) right above it, as the planner's
+    model issues a position's loads before its waits. A copy stays where it
+    is if its stamped op is not between its start and its wait, and moves
+    only as far as the effects rule above allows. This pass's own options
+    then play no part; the planner used the same ones.
+
+    ```mlir
+    // offload-plan placed this load's start before %b:
+    %a = math.exp %g : tensor<1000xf32>
+    %b = math.exp %a {offload.load_starts = array<i64: 0>} : tensor<1000xf32>
+    %l = offload.load_to_gpu %s : tensor<1000xf32, #offload.host> -> tensor<1000xf32>
+    %o = arith.mulf %b, %l : tensor<1000xf32>
+    // After:
+    %a = math.exp %g : tensor<1000xf32>
+    %f = offload.load_start %s : tensor<1000xf32, #offload.host> -> !offload.future<tensor<1000xf32>>
+    %b = math.exp %a : tensor<1000xf32>
+    %l = offload.wait %f : !offload.future<tensor<1000xf32>>
+    %o = arith.mulf %b, %l : tensor<1000xf32>
+    ```
   }];
   let options = !listconcat(CostModelOptions, [
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
@@ -233,6 +260,16 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     no longer needed. Values it leaves on the device get
     `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
     stating the smallest predicted peak reachable.
+
+    It records its prediction for the chosen plan on the forward function
+    (`offload.planned`) and, with `schedule=true`, where that plan places
+    the copies: `offload.load_starts` on the backward op each load starts
+    before, `offload.offload_waits` on the forward op each offload is
+    waited before (arrays of saved value indices; a copy placed before a
+    view is recorded on the next op that is no view, since
+    `offload-reorder-backward` moves views). `offload-insert-offloads`
+    renumbers them when saved values leave the interface, and
+    `offload-schedule-copies` places the copies there and removes them.
   }];
   let options = !listconcat(CostModelOptions, [
     Option<"plan", "plan", "::mlir::offload::PlanMode",

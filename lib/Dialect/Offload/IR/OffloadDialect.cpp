@@ -133,6 +133,15 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
     return success();
   }
+  if (name == kLoadStartsAttrName || name == kOffloadWaitsAttrName) {
+    auto indices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!indices || indices.empty() ||
+        llvm::any_of(indices.asArrayRef(), [](int64_t i) { return i < 0; }))
+      return op->emitOpError()
+             << "expects '" << name
+             << "' to be a non-empty array<i64> of saved value indices";
+    return success();
+  }
   if (name == kPlannedAttrName) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!dict || dict.size() != 2 || !dict.getAs<IntegerAttr>("peak_bytes") ||
