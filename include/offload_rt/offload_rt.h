@@ -253,6 +253,49 @@ offload_rt_synchronize(offload_rt_context *ctx);
 OFFLOAD_RT_EXPORT offload_rt_status offload_rt_reserve(offload_rt_context *ctx,
                                                        uint64_t bytes);
 
+/*===--- copy groups ------------------------------------------------------===*/
+
+/* Small copies each pay a fixed cost (the lock, event records, stream waits,
+ * one copy call) that a large copy amortises. A copy group moves n buffers
+ * as one transfer: one lock, one pinned block, one wait on the compute
+ * stream, one batched copy call (cudaMemcpyBatchAsync where the CUDA runtime
+ * and driver have it, one cudaMemcpyAsync per buffer otherwise), one
+ * completion event. The arrays are read during the call only. Statistics
+ * count each member as one copy (offload_rt_stats is unchanged); a group is
+ * one entry toward max_in_flight. */
+
+/* Starts copying n device buffers into ONE new block of the pinned pool (the
+ * copies side by side, each at an aligned offset), with one batched copy
+ * call on the D2H stream after the work already enqueued on compute_stream.
+ * out_buffers[i] is the host buffer of device_ptrs[i]: it is used exactly
+ * like one from offload_rt_offload (host_data, load_start, free_host,
+ * release/free_device_after_copy, each on its own); the block returns to
+ * the pool once all n are freed and their copies are done. The n copies
+ * complete together (one event). If the pool cannot hold the block, every
+ * buffer of the group is KEPT_ON_DEVICE (as offload_rt_offload does for one),
+ * and the call returns KEPT_ON_DEVICE. n >= 1; device_ptrs[i] may be NULL
+ * only where bytes[i] is 0. On failure every out_buffers[i] is NULL and
+ * nothing was allocated. */
+OFFLOAD_RT_EXPORT offload_rt_status offload_rt_offload_group(
+    offload_rt_context *ctx, size_t n, const void *const *device_ptrs,
+    const size_t *bytes, void *compute_stream,
+    offload_rt_host_buffer **out_buffers);
+
+/* Starts loading n host buffers into n new stream-ordered device allocations
+ * (as offload_rt_load_start with device_dst NULL), with one batched copy
+ * call on the H2D stream. out_device_ptrs[i] and out_tokens[i] are those of
+ * buffers[i] (each token waited or discarded on its own); the n copies
+ * complete together. buffers may come from different offloads (and groups)
+ * and repeat; a kept-on-device member is copied device-to-device on the
+ * compute stream, as offload_rt_load_start does. out_tokens may be NULL.
+ * Every member is checked first (a bad one fails the group, naming its
+ * index). On failure every output is NULL, device memory the call allocated
+ * is freed again (stream-ordered) and every buffer stays loadable. */
+OFFLOAD_RT_EXPORT offload_rt_status offload_rt_load_group_start(
+    offload_rt_context *ctx, size_t n, offload_rt_host_buffer *const *buffers,
+    const size_t *bytes, void *compute_stream, void **out_device_ptrs,
+    offload_rt_token **out_tokens);
+
 /*===--- device memory and streams (backend-neutral helpers) --------------===*/
 
 /* Stream-ordered device allocation and free (cudaMallocAsync/cudaFreeAsync). */

@@ -54,6 +54,22 @@ OFFLOAD_RT_EXPORT void *offload_rt_mlir_load_start(void *handle, int64_t bytes,
 /* Makes `stream` wait for the load (device side; the thread itself when
  * stream is NULL) and returns the loaded device buffer. */
 OFFLOAD_RT_EXPORT void *offload_rt_mlir_wait(void *token, void *stream);
+
+/* Copy groups (offload_rt.h): n small copies issued at one point of the
+ * step, moved as one transfer; each handle and token is then used on its
+ * own, exactly as one from the single calls above.
+ * offload_rt_offload_group on the default context: out_handles[i] is the
+ * host buffer handle of device_ptrs[i], as offload_rt_mlir_offload_start
+ * returns for one. */
+OFFLOAD_RT_EXPORT void offload_rt_mlir_offload_group_start(
+    int64_t n, void **device_ptrs, int64_t *bytes, void *stream,
+    void **out_handles);
+/* offload_rt_load_group_start on the default context: out_tokens[i] is a
+ * token for offload_rt_mlir_wait, as offload_rt_mlir_load_start returns for
+ * one. */
+OFFLOAD_RT_EXPORT void offload_rt_mlir_load_group_start(
+    int64_t n, void **handles, int64_t *bytes, void *stream,
+    void **out_tokens);
 /* Returns the host buffer to the pinned pool once its copies are done. */
 OFFLOAD_RT_EXPORT void offload_rt_mlir_free_host(void *handle);
 /* Waits for every copy and release of the default context, then prints its

@@ -60,6 +60,16 @@ public:
   virtual offload_rt_status memcpyAsync(void *dst, const void *src,
                                         size_t bytes, CopyKind kind,
                                         Stream s) = 0;
+  /// n copies of one kind as one piece of stream work (cudaMemcpyBatchAsync):
+  /// the batch runs in stream order, the copies within it in any order, so
+  /// they must not overlap. s is a created stream, never the legacy default.
+  /// On failure no copy of the batch is left pending (those already enqueued
+  /// have completed), so the caller may reuse the memory at once. The
+  /// default is one memcpyAsync per copy.
+  virtual offload_rt_status memcpyBatchAsync(void *const *dsts,
+                                             const void *const *srcs,
+                                             const size_t *sizes, size_t n,
+                                             CopyKind kind, Stream s);
   virtual offload_rt_status mallocAsync(void **out, size_t bytes,
                                         Stream s) = 0;
   virtual offload_rt_status freeAsync(void *ptr, Stream s) = 0;

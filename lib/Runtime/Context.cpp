@@ -12,7 +12,11 @@
 //   - device releases and pool blocks are "Deferred" records that run only
 //     once every event they list has completed, checked without blocking at
 //     each runtime call (reap); stream-ordered frees go on the D2H stream
-//     behind the copy instead.
+//     behind the copy instead;
+//   - a copy group is the same with one of each per group instead of per
+//     buffer (one `ready`, one batched copy, one `done` its members share);
+//     its members split one pool block, which each member's deferred return
+//     hands back to a BlockGroup count, the last one to the pool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -193,9 +198,33 @@ void offload_rt_context::warnFallbackOnce(size_t bytes,
                growthFailure);
 }
 
-void offload_rt_context::returnBlock(void *block, size_t liveBytes) {
-  pool_.release(block);
+// A group member returns its part of the group's block; the block itself
+// goes back with the last member's part, so only once every member's own
+// deferred return ran (each after its free_host, offload and loads).
+void offload_rt_context::returnBlock(void *block, BlockGroup *group,
+                                     size_t liveBytes) {
   liveBytes_ -= liveBytes;
+  if (group) {
+    if (--group->members > 0)
+      return;
+    block = group->block;
+    *group = BlockGroup{};
+    freeGroups_.push_back(group);
+  }
+  pool_.release(block);
+}
+
+BlockGroup *offload_rt_context::newGroup(void *block, size_t members) {
+  BlockGroup *group;
+  if (!freeGroups_.empty()) {
+    group = freeGroups_.back();
+    freeGroups_.pop_back();
+  } else {
+    group = &groups_.emplace_back();
+  }
+  group->block = block;
+  group->members = members;
+  return group;
 }
 
 offload_rt_status offload_rt_context::reserve(uint64_t bytes) {
@@ -233,6 +262,16 @@ offload_rt_status offload_rt_context::enqueueCopy(void *dst, const void *src,
                                                   size_t bytes, CopyKind kind,
                                                   Stream s,
                                                   SharedEvent **done) {
+  return enqueueCopies(&dst, &src, &bytes, 1, kind, s, done);
+}
+
+// n copies as one piece of copy-stream work: one copy, or for a group one
+// batched call. It is one submission, so it is throttled, delayed
+// (copy_delay_us) and timed once, and takes one in-flight record; the
+// statistics count each copy and its bytes, as n single copies would.
+offload_rt_status offload_rt_context::enqueueCopies(
+    void *const *dsts, const void *const *srcs, const size_t *sizes, size_t n,
+    CopyKind kind, Stream s, SharedEvent **done) {
   bool toHost = kind == CopyKind::DeviceToHost;
   std::deque<CopyRecord> &inFlight = toHost ? d2hInFlight_ : h2dInFlight_;
   RETURN_IF_FAILED(throttle(inFlight));
@@ -242,7 +281,9 @@ offload_rt_status offload_rt_context::enqueueCopy(void *dst, const void *src,
   SharedEvent *start = nullptr;
   if (options.timing)
     RETURN_IF_FAILED(recordNew(s, &start));
-  offload_rt_status st = backend->memcpyAsync(dst, src, bytes, kind, s);
+  offload_rt_status st =
+      n == 1 ? backend->memcpyAsync(dsts[0], srcs[0], sizes[0], kind, s)
+             : backend->memcpyBatchAsync(dsts, srcs, sizes, n, kind, s);
   if (st < 0) {
     releaseEvent(start);
     return st;
@@ -256,11 +297,14 @@ offload_rt_status offload_rt_context::enqueueCopy(void *dst, const void *src,
     return st;
   }
   inFlight.push_back({start, retain(*done)});
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n; ++i)
+    bytes += sizes[i];
   if (toHost) {
-    ++stats_.d2h_copies;
+    stats_.d2h_copies += n;
     stats_.d2h_bytes += bytes;
   } else {
-    ++stats_.h2d_copies;
+    stats_.h2d_copies += n;
     stats_.h2d_bytes += bytes;
   }
   return OFFLOAD_RT_SUCCESS;
@@ -384,6 +428,143 @@ offload_rt_status offload_rt_context::loadStart(
   return OFFLOAD_RT_SUCCESS;
 }
 
+//===--- copy groups ------------------------------------------------------===//
+
+// The members lie side by side in one pool block, each at a
+// kAlignment-aligned offset, filled by one batched copy behind one wait on
+// the compute stream. Each member is then an ordinary host buffer whose
+// block lies inside the group's; only returning the block is shared
+// (returnBlock). A group of one is an ordinary offload.
+offload_rt_status offload_rt_context::offloadGroup(
+    size_t n, const void *const *devicePtrs, const size_t *bytes,
+    void *computeStream, offload_rt_host_buffer **outBuffers) {
+  Stream compute = backend->resolve(computeStream);
+  std::vector<size_t> offsets(n);
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    offsets[i] = total;
+    total += HostPool::blockSize(bytes[i]);
+  }
+  void *block = nullptr;
+  RETURN_IF_FAILED(allocateBlock(total, &block));
+  if (!block) {
+    // As offloadStart does for one buffer, for each member.
+    for (size_t i = 0; i < n; ++i) {
+      offload_rt_host_buffer *buffer = buffers_.create();
+      buffer->devicePtr = devicePtrs[i];
+      buffer->bytes = bytes[i];
+      buffer->keptOnDevice = true;
+      outBuffers[i] = buffer;
+    }
+    stats_.fallbacks += n;
+    return OFFLOAD_RT_KEPT_ON_DEVICE;
+  }
+
+  std::vector<void *> dsts(n);
+  for (size_t i = 0; i < n; ++i)
+    dsts[i] = static_cast<char *>(block) + offsets[i];
+  // One device-side wait on compute for the whole group.
+  SharedEvent *ready = nullptr, *done = nullptr;
+  offload_rt_status st = recordNew(compute, &ready);
+  if (st >= 0)
+    st = backend->streamWaitEvent(d2h, ready->event);
+  releaseEvent(ready);
+  if (st >= 0)
+    st = enqueueCopies(dsts.data(), devicePtrs, bytes, n,
+                       CopyKind::DeviceToHost, d2h, &done);
+  if (st < 0) {
+    pool_.release(block); // no copy is pending on it
+    return st;
+  }
+  BlockGroup *group = n > 1 ? newGroup(block, n) : nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    offload_rt_host_buffer *buffer = buffers_.create();
+    buffer->devicePtr = devicePtrs[i];
+    buffer->bytes = bytes[i];
+    buffer->block = dsts[i];
+    buffer->group = group;
+    buffer->offloaded = retain(done);
+    liveBytes_ += bytes[i];
+    outBuffers[i] = buffer;
+  }
+  releaseEvent(done);
+  stats_.host_peak_live_bytes =
+      std::max<uint64_t>(stats_.host_peak_live_bytes, liveBytes_);
+  return OFFLOAD_RT_SUCCESS;
+}
+
+// Members in pinned blocks: one batched copy on the H2D stream, behind one
+// wait per distinct offload (the members of one offload group share
+// theirs). Kept-on-device members: their device-to-device copies on the
+// compute stream, as loadStart does. Every copy that was enqueued is
+// recorded as its buffer's read even if a later step fails, so no block
+// returns under a running copy; a failure then frees the new allocations
+// (stream-ordered, behind those copies) and leaves every buffer loadable.
+offload_rt_status offload_rt_context::loadGroupStart(
+    size_t n, offload_rt_host_buffer *const *buffers, const size_t *bytes,
+    void *computeStream, void **outDevicePtrs, offload_rt_token **outTokens) {
+  Stream compute = backend->resolve(computeStream);
+  for (size_t i = 0; i < n; ++i)
+    RETURN_IF_FAILED(pruneReads(buffers[i]));
+  auto writer = [&](size_t i) {
+    return buffers[i]->keptOnDevice ? compute : h2d;
+  };
+
+  std::vector<void *> dsts(n, nullptr);
+  std::vector<SharedEvent *> done(n, nullptr); // one reference each
+  offload_rt_status st = OFFLOAD_RT_SUCCESS;
+  for (size_t i = 0; i < n && st >= 0; ++i)
+    st = backend->mallocAsync(&dsts[i], bytes[i], writer(i));
+
+  std::vector<size_t> pinned; // members whose data is in a pinned block
+  std::vector<void *> to;
+  std::vector<const void *> from;
+  std::vector<size_t> sizes;
+  std::vector<SharedEvent *> offloads;
+  for (size_t i = 0; i < n && st >= 0; ++i) {
+    if (buffers[i]->keptOnDevice)
+      continue;
+    pinned.push_back(i);
+    to.push_back(dsts[i]);
+    from.push_back(buffers[i]->block);
+    sizes.push_back(bytes[i]);
+    offloads.push_back(buffers[i]->offloaded);
+  }
+  std::sort(offloads.begin(), offloads.end(), std::less<SharedEvent *>());
+  offloads.erase(std::unique(offloads.begin(), offloads.end()),
+                 offloads.end());
+  for (SharedEvent *e : offloads)
+    if (st >= 0)
+      st = backend->streamWaitEvent(h2d, e->event);
+  if (st >= 0 && !pinned.empty()) {
+    SharedEvent *batch = nullptr;
+    st = enqueueCopies(to.data(), from.data(), sizes.data(), pinned.size(),
+                       CopyKind::HostToDevice, h2d, &batch);
+    for (size_t i : pinned)
+      done[i] = retain(batch);
+    releaseEvent(batch);
+  }
+  for (size_t i = 0; i < n && st >= 0; ++i)
+    if (buffers[i]->keptOnDevice)
+      st = copyFromDevice(buffers[i], dsts[i], bytes[i], compute, &done[i]);
+
+  for (size_t i = 0; i < n; ++i)
+    if (done[i])
+      buffers[i]->reads.push_back(done[i]); // the reference moves
+  if (st < 0) {
+    for (size_t i = 0; i < n; ++i)
+      if (dsts[i])
+        backend->freeAsync(dsts[i], writer(i));
+    return st;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    outDevicePtrs[i] = dsts[i];
+    if (outTokens)
+      outTokens[i] = newToken(retain(done[i]));
+  }
+  return OFFLOAD_RT_SUCCESS;
+}
+
 offload_rt_status offload_rt_context::wait(offload_rt_token *token,
                                            void *stream) {
   Stream s = backend->resolve(stream);
@@ -466,6 +647,7 @@ offload_rt_status offload_rt_context::freeHost(offload_rt_host_buffer *buffer) {
   if (!buffer->keptOnDevice) {
     d.after.push_back(buffer->offloaded);
     d.block = buffer->block;
+    d.group = buffer->group;
     d.liveBytes = buffer->bytes;
   } else if (buffer->release == offload_rt_host_buffer::Release::Callback) {
     d.callback = {buffer->releaseFn, const_cast<void *>(buffer->devicePtr),
@@ -602,7 +784,7 @@ offload_rt_status offload_rt_context::reapWaits() {
 
 offload_rt_status offload_rt_context::runDeferredNow(Deferred &d) {
   if (d.block)
-    returnBlock(d.block, d.liveBytes);
+    returnBlock(d.block, d.group, d.liveBytes);
   if (d.callback.fn) {
     ready_.push_back(d.callback);
     ++stats_.device_releases;

@@ -28,6 +28,15 @@ struct SharedEvent {
   uint32_t refs = 0;
 };
 
+/// The pool block of an offload group, shared by its members (each at its
+/// own offset). Every member drops its reference through the same deferred
+/// return as a single buffer's block (after its free_host, its offload and
+/// its loads); the last one returns the block to the pool.
+struct BlockGroup {
+  void *block = nullptr;
+  size_t members = 0; // members whose part of the block is not returned yet
+};
+
 /// A release callback whose copy completed, to run outside the lock.
 struct ReadyCallback {
   offload_rt_release_fn fn;
@@ -107,6 +116,8 @@ struct offload_rt_host_buffer {
   enum class Release : uint8_t { None, Callback, FreeAsync } release =
       Release::None;
   void *block = nullptr; // pinned pool block; null when kept on device
+  // For a member of an offload group: the shared block `block` points into.
+  offload_rt::BlockGroup *group = nullptr;
   const void *devicePtr = nullptr;
   size_t bytes = 0;
   offload_rt::SharedEvent *offloaded = nullptr; // D2H copy completed
@@ -137,6 +148,16 @@ struct offload_rt_context {
   offload_rt_status loadStart(offload_rt_host_buffer *buffer, void *deviceDst,
                               size_t bytes, void *computeStream,
                               void **outDevicePtr, offload_rt_token **outToken);
+  /// Copy groups: one pool block (offload), one batched copy, one completion
+  /// event for n buffers. Arguments and handles are checked by the caller.
+  offload_rt_status offloadGroup(size_t n, const void *const *devicePtrs,
+                                 const size_t *bytes, void *computeStream,
+                                 offload_rt_host_buffer **outBuffers);
+  offload_rt_status loadGroupStart(size_t n,
+                                   offload_rt_host_buffer *const *buffers,
+                                   const size_t *bytes, void *computeStream,
+                                   void **outDevicePtrs,
+                                   offload_rt_token **outTokens);
   offload_rt_status wait(offload_rt_token *token, void *stream);
   offload_rt_status discard(offload_rt_token *token);
   offload_rt_status releaseDeviceAfterCopy(offload_rt_host_buffer *buffer,
@@ -184,6 +205,7 @@ private:
   struct Deferred {
     std::vector<offload_rt::SharedEvent *> after;
     void *block = nullptr; // pool block to return
+    offload_rt::BlockGroup *group = nullptr; // block is a member's part
     size_t liveBytes = 0;
     offload_rt::ReadyCallback callback{nullptr, nullptr, nullptr};
   };
@@ -203,6 +225,11 @@ private:
                                 offload_rt::CopyKind kind,
                                 offload_rt::Stream s,
                                 offload_rt::SharedEvent **done);
+  offload_rt_status enqueueCopies(void *const *dsts, const void *const *srcs,
+                                  const size_t *sizes, size_t n,
+                                  offload_rt::CopyKind kind,
+                                  offload_rt::Stream s,
+                                  offload_rt::SharedEvent **done);
   offload_rt_status copyFromHost(offload_rt_host_buffer *buffer, void *dst,
                                  bool callerDst, size_t bytes,
                                  offload_rt::Stream compute,
@@ -220,7 +247,9 @@ private:
   offload_rt_status reapWaits();
   offload_rt_status reapDeferred();
   offload_rt_status runDeferredNow(Deferred &d);
-  void returnBlock(void *block, size_t liveBytes);
+  void returnBlock(void *block, offload_rt::BlockGroup *group,
+                   size_t liveBytes);
+  offload_rt::BlockGroup *newGroup(void *block, size_t members);
 
   offload_rt_token *newToken(offload_rt::SharedEvent *done);
   void retire(offload_rt_host_buffer *buffer);
@@ -229,6 +258,8 @@ private:
   offload_rt::HostPool pool_;
   std::deque<offload_rt::SharedEvent> events_;
   std::vector<offload_rt::SharedEvent *> freeEvents_;
+  std::deque<offload_rt::BlockGroup> groups_; // recycled like events
+  std::vector<offload_rt::BlockGroup *> freeGroups_;
   offload_rt::HandleStore<offload_rt_host_buffer> buffers_;
   offload_rt::HandleStore<offload_rt_token> tokens_;
 

@@ -24,8 +24,12 @@ std::unique_ptr<Backend> createCudaBackend(const offload_rt_options &,
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdio>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace offload_rt {
 namespace {
@@ -134,6 +138,41 @@ public:
     return OFFLOAD_RT_CUDA(cudaMemcpyAsync, dst, src, bytes, toCuda(kind),
                            stream(s));
   }
+  // One cudaMemcpyBatchAsync where the runtime has it (CUDA 12.8 and later):
+  // one submission for a whole copy group instead of one per copy. Where the
+  // driver does not support it, the base class's loop, from then on.
+  offload_rt_status memcpyBatchAsync(void *const *dsts,
+                                     const void *const *srcs,
+                                     const size_t *sizes, size_t n,
+                                     CopyKind kind, Stream s) override {
+#if CUDART_VERSION >= 12080
+    // The batch call refuses the legacy default stream, and the location
+    // hints below need a direction.
+    if (batchSupported_.load(std::memory_order_relaxed) && s &&
+        kind != CopyKind::Default) {
+      // Zero-byte copies move nothing; leave them out rather than rely on
+      // the batch call accepting them.
+      std::vector<void *> to;
+      std::vector<const void *> from;
+      std::vector<size_t> bytes;
+      for (size_t i = 0; i < n; ++i) {
+        if (sizes[i] == 0)
+          continue;
+        to.push_back(dsts[i]);
+        from.push_back(srcs[i]);
+        bytes.push_back(sizes[i]);
+      }
+      if (bytes.empty())
+        return OFFLOAD_RT_SUCCESS;
+      if (bytes.size() == 1)
+        return memcpyAsync(to[0], from[0], bytes[0], kind, s);
+      offload_rt_status st = batch(to, from, bytes, kind, s);
+      if (st != OFFLOAD_RT_ERROR_UNAVAILABLE)
+        return st;
+    }
+#endif
+    return Backend::memcpyBatchAsync(dsts, srcs, sizes, n, kind, s);
+  }
   offload_rt_status mallocAsync(void **out, size_t bytes, Stream s) override {
     offload_rt_status st =
         managed_ ? OFFLOAD_RT_CUDA(cudaMallocManaged, out, bytes,
@@ -189,6 +228,65 @@ public:
   }
 
 private:
+#if CUDART_VERSION >= 12080
+  /// The batch call itself. UNAVAILABLE (after a one-time warning) when the
+  /// driver does not support it, for the caller to fall back to the loop.
+  offload_rt_status batch(std::vector<void *> &to,
+                          std::vector<const void *> &from,
+                          std::vector<size_t> &bytes, CopyKind kind,
+                          Stream s) {
+    // One set of attributes for every copy: the source is read in stream
+    // order (behind the D2H stream's wait on compute, or the H2D stream's
+    // wait on the offload); the hints only matter for managed memory
+    // (host_accessible_device_memory), where they name the device side.
+    cudaMemcpyAttributes attrs = {};
+    attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    cudaMemLocation device = {}, host = {};
+    device.type = cudaMemLocationTypeDevice;
+    device.id = device_;
+    host.type = cudaMemLocationTypeHost;
+    bool toHost = kind == CopyKind::DeviceToHost;
+    attrs.srcLocHint = toHost ? device : host;
+    attrs.dstLocHint = toHost ? host : device;
+    attrs.flags = cudaMemcpyFlagDefault;
+    size_t attrsIdx = 0;
+#if CUDART_VERSION >= 13000
+    cudaError_t err =
+        cudaMemcpyBatchAsync(to.data(), from.data(), bytes.data(),
+                             bytes.size(), &attrs, &attrsIdx, 1, stream(s));
+#else
+    // 12.8 and 12.9: non-const arrays and a failIdx, gone in 13.0.
+    size_t failIdx = 0;
+    cudaError_t err = cudaMemcpyBatchAsync(
+        to.data(), const_cast<void **>(from.data()), bytes.data(),
+        bytes.size(), &attrs, &attrsIdx, 1, &failIdx, stream(s));
+#endif
+    if (err == cudaSuccess)
+      return OFFLOAD_RT_SUCCESS;
+    if (err == cudaErrorNotSupported ||
+        err == cudaErrorCallRequiresNewerDriver) {
+      (void)cudaGetLastError();
+      if (!batchSupported_.exchange(false))
+        return OFFLOAD_RT_ERROR_UNAVAILABLE;
+      std::fprintf(stderr,
+                   "offload_rt: warning: cudaMemcpyBatchAsync is not "
+                   "supported here (%s); copy groups are copied with one "
+                   "cudaMemcpyAsync per buffer\n",
+                   cudaGetErrorString(err));
+      return OFFLOAD_RT_ERROR_UNAVAILABLE;
+    }
+    offload_rt_status st = check(err, "cudaMemcpyBatchAsync");
+    // Whether some copies of the batch were queued before the failure is
+    // not reported: let any that were finish before the caller takes the
+    // memory back. Keep the failure's message.
+    std::string message = offload_rt_last_error();
+    (void)cudaStreamSynchronize(stream(s));
+    (void)cudaGetLastError();
+    return fail(st, "%s", message.c_str());
+  }
+  std::atomic<bool> batchSupported_{true};
+#endif
+
   /// A stream-ordered free's bytes, counted when the stream reaches it.
   struct FreedBytes {
     CudaBackend *backend;

@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace {
 thread_local void *computeStream = nullptr;
@@ -41,6 +42,14 @@ offload_rt_context *context() {
 void freeAllocation(void * /*copied*/, void *allocated) {
   check(offload_rt_device_free(context(), allocated, nullptr),
         "offload_rt_device_free");
+}
+
+/// A NULL output array from compiled code: nothing to report it through.
+void checkOut(void **out, const char *call, const char *name) {
+  if (out)
+    return;
+  std::fprintf(stderr, "offload_rt: %s failed: %s is NULL\n", call, name);
+  std::abort();
 }
 
 /// A started load: the token to wait for and the buffer it fills.
@@ -111,6 +120,49 @@ void *offload_rt_mlir_wait(void *token, void *stream) {
     check(offload_rt_stream_synchronize(ctx, nullptr),
           "offload_rt_stream_synchronize");
   return device;
+}
+
+void offload_rt_mlir_offload_group_start(int64_t n, void **device_ptrs,
+                                         int64_t *bytes, void *stream,
+                                         void **out_handles) {
+  // The C API's arrays have its own element types; n < 1 and NULL input
+  // arrays go through to it, which names them.
+  checkOut(out_handles, "offload_rt_mlir_offload_group_start", "out_handles");
+  size_t count = n > 0 ? static_cast<size_t>(n) : 0;
+  std::vector<size_t> sizes;
+  if (bytes)
+    sizes.assign(bytes, bytes + count);
+  std::vector<offload_rt_host_buffer *> buffers(count);
+  check(offload_rt_offload_group(context(), count, device_ptrs,
+                                 bytes ? sizes.data() : nullptr, stream,
+                                 buffers.data()),
+        "offload_rt_offload_group");
+  for (size_t i = 0; i < count; ++i)
+    out_handles[i] = buffers[i];
+}
+
+void offload_rt_mlir_load_group_start(int64_t n, void **handles,
+                                      int64_t *bytes, void *stream,
+                                      void **out_tokens) {
+  checkOut(out_tokens, "offload_rt_mlir_load_group_start", "out_tokens");
+  size_t count = n > 0 ? static_cast<size_t>(n) : 0;
+  std::vector<offload_rt_host_buffer *> buffers;
+  if (handles)
+    for (size_t i = 0; i < count; ++i)
+      buffers.push_back(static_cast<offload_rt_host_buffer *>(handles[i]));
+  std::vector<size_t> sizes;
+  if (bytes)
+    sizes.assign(bytes, bytes + count);
+  std::vector<void *> devices(count);
+  std::vector<offload_rt_token *> tokens(count);
+  check(offload_rt_load_group_start(
+            context(), count, handles ? buffers.data() : nullptr,
+            bytes ? sizes.data() : nullptr, stream, devices.data(),
+            tokens.data()),
+        "offload_rt_load_group_start");
+  // One PendingLoad per member: offload_rt_mlir_wait takes them one by one.
+  for (size_t i = 0; i < count; ++i)
+    out_tokens[i] = new PendingLoad{tokens[i], devices[i]};
 }
 
 void offload_rt_mlir_free_host(void *handle) {

@@ -14,6 +14,7 @@
 #include "offload_support/ByteSize.h"
 
 #include <cstdarg>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -410,6 +411,70 @@ offload_rt_host_data(offload_rt_context *ctx, offload_rt_host_buffer *buffer,
   return withContext(ctx, [&](offload_rt_context &c) {
     CHECK_BUFFER(c, buffer, "offload_rt_host_data");
     return c.hostData(buffer, wait != 0, out_host_ptr);
+  });
+}
+
+//===--- copy groups ------------------------------------------------------===//
+
+extern "C" offload_rt_status offload_rt_offload_group(
+    offload_rt_context *ctx, size_t n, const void *const *device_ptrs,
+    const size_t *bytes, void *compute_stream,
+    offload_rt_host_buffer **out_buffers) {
+  const char *fn = "offload_rt_offload_group";
+  CHECK_ARG(n > 0, fn, "n is 0");
+  CHECK_ARG(out_buffers, fn, "out_buffers is NULL");
+  for (size_t i = 0; i < n; ++i)
+    out_buffers[i] = nullptr;
+  CHECK_ARG(device_ptrs, fn, "device_ptrs is NULL");
+  CHECK_ARG(bytes, fn, "bytes is NULL");
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!device_ptrs[i] && bytes[i] != 0)
+      return fail(OFFLOAD_RT_ERROR_INVALID_ARGUMENT,
+                  "%s: device_ptrs[%zu] is NULL", fn, i);
+    // The block holds every member at an aligned offset: its size (the sum
+    // of the members' rounded sizes) must not wrap around.
+    if (bytes[i] > SIZE_MAX / 2 ||
+        HostPool::blockSize(bytes[i]) > SIZE_MAX / 2 - total)
+      return fail(OFFLOAD_RT_ERROR_INVALID_ARGUMENT,
+                  "%s: the group's size overflows at bytes[%zu] = %zu", fn, i,
+                  bytes[i]);
+    total += HostPool::blockSize(bytes[i]);
+  }
+  return withContext(ctx, [&](offload_rt_context &c) {
+    return c.offloadGroup(n, device_ptrs, bytes, compute_stream, out_buffers);
+  });
+}
+
+extern "C" offload_rt_status offload_rt_load_group_start(
+    offload_rt_context *ctx, size_t n, offload_rt_host_buffer *const *buffers,
+    const size_t *bytes, void *compute_stream, void **out_device_ptrs,
+    offload_rt_token **out_tokens) {
+  const char *fn = "offload_rt_load_group_start";
+  CHECK_ARG(n > 0, fn, "n is 0");
+  CHECK_ARG(out_device_ptrs, fn, "out_device_ptrs is NULL");
+  for (size_t i = 0; i < n; ++i) {
+    out_device_ptrs[i] = nullptr;
+    if (out_tokens)
+      out_tokens[i] = nullptr;
+  }
+  CHECK_ARG(buffers, fn, "buffers is NULL");
+  CHECK_ARG(bytes, fn, "bytes is NULL");
+  return withContext(ctx, [&](offload_rt_context &c) {
+    // Every member is checked before anything is enqueued: a bad one fails
+    // the whole group, naming its index.
+    for (size_t i = 0; i < n; ++i) {
+      offload_rt_status st = c.checkBuffer(buffers[i], fn);
+      if (st < 0)
+        return fail(st, "%s (buffers[%zu])", offload_rt_last_error(), i);
+      if (bytes[i] > buffers[i]->bytes)
+        return fail(OFFLOAD_RT_ERROR_INVALID_ARGUMENT,
+                    "%s: %zu bytes requested from a host buffer of %zu "
+                    "(buffers[%zu])",
+                    fn, bytes[i], buffers[i]->bytes, i);
+    }
+    return c.loadGroupStart(n, buffers, bytes, compute_stream,
+                            out_device_ptrs, out_tokens);
   });
 }
 

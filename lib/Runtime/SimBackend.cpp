@@ -11,7 +11,8 @@
 //     poisons the bytes before freeing them, so a copy that ran after the
 //     free would read the poison and fail the tests' byte comparisons;
 //   - copies are memcpy on the stream's worker, optionally slowed to a given
-//     link bandwidth and latency.
+//     link bandwidth and latency; a batch of copies (cudaMemcpyBatchAsync) is
+//     one task that pays the latency once and the bandwidth for its total.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace offload_rt {
 namespace {
@@ -261,6 +263,40 @@ public:
     });
     return OFFLOAD_RT_SUCCESS;
   }
+  // One task for the whole batch: the latency is paid once (the batch is
+  // one piece of stream work, as one cudaMemcpyBatchAsync is one submission),
+  // the bandwidth over the batch's total bytes. All arguments are checked
+  // before anything is enqueued, so a failed batch leaves nothing pending.
+  offload_rt_status memcpyBatchAsync(void *const *dsts,
+                                     const void *const *srcs,
+                                     const size_t *sizes, size_t n, CopyKind,
+                                     Stream s) override {
+    if (auto st = injected("cudaMemcpyBatchAsync"))
+      return st;
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (sizes[i] && (!dsts[i] || !srcs[i]))
+        return fail(OFFLOAD_RT_ERROR_BACKEND,
+                    "cudaMemcpyBatchAsync failed: invalid argument");
+      total += sizes[i];
+    }
+    std::vector<void *> to(dsts, dsts + n);
+    std::vector<const void *> from(srcs, srcs + n);
+    std::vector<size_t> bytes(sizes, sizes + n);
+    double gbps = gbps_, latencyUs = latencyUs_;
+    stream(s)->enqueue([=] {
+      // As memcpyAsync: latency first, then the bytes, then the transfer
+      // time, so a missing wait on either side reads wrong bytes.
+      auto start = Clock::now();
+      std::this_thread::sleep_until(start + seconds(latencyUs * 1e-6));
+      for (size_t i = 0; i < to.size(); ++i)
+        std::memcpy(to[i], from[i], bytes[i]);
+      double transfer = gbps > 0 ? total / (gbps * 1e9) : 0;
+      std::this_thread::sleep_until(start +
+                                    seconds(latencyUs * 1e-6 + transfer));
+    });
+    return OFFLOAD_RT_SUCCESS;
+  }
   offload_rt_status mallocAsync(void **out, size_t bytes, Stream) override {
     if (auto st = injected("cudaMallocAsync"))
       return st;
@@ -347,6 +383,27 @@ private:
 offload_rt_status Backend::injectFailure(const char *, int) {
   return fail(OFFLOAD_RT_ERROR_UNAVAILABLE,
               "failure injection is only available on the sim backend");
+}
+
+offload_rt_status Backend::memcpyBatchAsync(void *const *dsts,
+                                            const void *const *srcs,
+                                            const size_t *sizes, size_t n,
+                                            CopyKind kind, Stream s) {
+  for (size_t i = 0; i < n; ++i) {
+    offload_rt_status st = memcpyAsync(dsts[i], srcs[i], sizes[i], kind, s);
+    if (st >= 0)
+      continue;
+    // The copies before this one are queued: let them finish, so a failed
+    // batch leaves nothing running on memory the caller takes back. Keep
+    // the failure's message, not the synchronisation's.
+    if (i > 0) {
+      std::string message = offload_rt_last_error();
+      synchronizeStream(s);
+      fail(st, "%s", message.c_str());
+    }
+    return st;
+  }
+  return OFFLOAD_RT_SUCCESS;
 }
 
 std::unique_ptr<Backend> createSimBackend(const offload_rt_options &opts) {

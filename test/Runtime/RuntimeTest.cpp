@@ -10,6 +10,7 @@
 
 #include "TestUtil.h"
 
+#include "offload_rt/offload_rt_mlir.h"
 #include "offload_rt/offload_rt_sim.h"
 
 #include <atomic>
@@ -823,6 +824,753 @@ TEST_F(Runtime, CudaFailureNamesTheCall) {
             OFFLOAD_RT_ERROR_BACKEND);
   EXPECT_TRUE(contains(offload_rt_last_error(), "cudaMallocAsync failed: "))
       << offload_rt_last_error();
+}
+
+//===--- copy groups ------------------------------------------------------===//
+
+/// The bytes a member takes in its group's block (256-byte units).
+uint64_t rounded(size_t bytes) {
+  return std::max<uint64_t>(1, (bytes + 255) / 256) * 256;
+}
+
+uint64_t blockBytes(const std::vector<size_t> &sizes) {
+  uint64_t total = 0;
+  for (size_t s : sizes)
+    total += rounded(s);
+  return total;
+}
+
+/// Copy groups over device sources of different sizes.
+class CopyGroup : public Runtime {
+protected:
+  /// Device buffers holding pattern(sizes[i], seed + i).
+  void makeSources(const std::vector<size_t> &sizes, uint32_t seed) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      data.push_back(pattern(sizes[i], seed + uint32_t(i)));
+      dev.push_back(deviceFrom(ctx.get(), stream, data.back()));
+      bytes.push_back(sizes[i]);
+      owned.push_back(true);
+    }
+  }
+  uint64_t totalBytes() const {
+    uint64_t total = 0;
+    for (size_t b : bytes)
+      total += b;
+    return total;
+  }
+  /// Offloads every source as one group.
+  std::vector<offload_rt_host_buffer *>
+  offloadAll(offload_rt_status expected = OFFLOAD_RT_SUCCESS) {
+    std::vector<offload_rt_host_buffer *> bufs(dev.size());
+    EXPECT_EQ(offload_rt_offload_group(ctx.get(), dev.size(), dev.data(),
+                                       bytes.data(), stream, bufs.data()),
+              expected)
+        << offload_rt_last_error();
+    return bufs;
+  }
+  void blockWaitsForLoad(bool groupLoad);
+  void TearDown() override {
+    if (ctx) {
+      EXPECT_OK(offload_rt_synchronize(ctx.get())); // no copy reads them
+      for (size_t i = 0; i < dev.size(); ++i)
+        if (owned[i]) {
+          EXPECT_OK(offload_rt_device_free(
+              ctx.get(), const_cast<void *>(dev[i]), stream));
+        }
+    }
+    Runtime::TearDown();
+  }
+
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<const void *> dev;
+  std::vector<size_t> bytes;
+  std::vector<bool> owned; // freed at TearDown (not handed to the runtime)
+};
+
+TEST_F(CopyGroup, RoundTripKeepsEachMembersBytes) {
+  start(testOptions());
+  makeSources({64 * 1024, 1, 100003, 256 * 1024 + 7, 4096}, 20);
+  const size_t n = dev.size();
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  // One block: the members side by side, each at a 256-byte aligned offset.
+  std::vector<uint8_t *> host(n);
+  for (size_t i = 0; i < n; ++i) {
+    void *p = nullptr;
+    ASSERT_OK(offload_rt_host_data(ctx.get(), bufs[i], 1, &p));
+    host[i] = static_cast<uint8_t *>(p);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u) << "member " << i;
+    EXPECT_TRUE(hostBytes(bufs[i], bytes[i]) == data[i]) << "member " << i;
+  }
+  for (size_t i = 0; i + 1 < n; ++i)
+    EXPECT_EQ(uint64_t(host[i + 1] - host[i]), rounded(bytes[i]));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.d2h_copies, n); // statistics count each member
+  EXPECT_EQ(s.d2h_bytes, totalBytes());
+  EXPECT_EQ(s.pinned_in_use_bytes, blockBytes(bytes));
+  EXPECT_EQ(s.host_live_bytes, totalBytes());
+
+  // Back as one group, in another order, one member twice, one partly.
+  std::vector<size_t> from = {4, 2, 0, 3, 1, 2};
+  std::vector<offload_rt_host_buffer *> order;
+  std::vector<size_t> sizes;
+  for (size_t i : from) {
+    order.push_back(bufs[i]);
+    sizes.push_back(bytes[i]);
+  }
+  sizes[2] = 1000; // the first 1000 bytes of member 0
+  std::vector<void *> back(order.size());
+  std::vector<offload_rt_token *> tokens(order.size());
+  ASSERT_OK(offload_rt_load_group_start(ctx.get(), order.size(), order.data(),
+                                        sizes.data(), stream, back.data(),
+                                        tokens.data()));
+  for (offload_rt_token *t : tokens)
+    ASSERT_OK(offload_rt_wait(ctx.get(), t, stream));
+  for (size_t k = 0; k < order.size(); ++k) {
+    std::vector<uint8_t> expected(data[from[k]].begin(),
+                                  data[from[k]].begin() + sizes[k]);
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[k], sizes[k]) == expected)
+        << "load " << k << " (member " << from[k] << ")";
+  }
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  s = stats();
+  EXPECT_EQ(s.h2d_copies, order.size());
+  EXPECT_EQ(s.waits, order.size());
+  for (void *p : back)
+    EXPECT_OK(offload_rt_device_free(ctx.get(), p, stream));
+  for (auto *b : bufs)
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+}
+
+TEST_F(CopyGroup, GroupOfOneIsAnOrdinaryOffload) {
+  start(testOptions());
+  makeSources({5000}, 21);
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  EXPECT_TRUE(hostBytes(bufs[0], bytes[0]) == data[0]);
+  EXPECT_EQ(stats().pinned_in_use_bytes, rounded(5000));
+  void *back = nullptr;
+  ASSERT_OK(offload_rt_load(ctx.get(), bufs[0], nullptr, bytes[0], stream,
+                            &back));
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, bytes[0]) == data[0]);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), bufs[0]));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), back, stream));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+}
+
+// The sim runs a batch as one task: its latency is paid once per group, not
+// once per member.
+TEST_F(CopyGroup, SimPaysTheLatencyOncePerGroup) {
+  if (testOptions().backend != OFFLOAD_RT_BACKEND_SIM)
+    GTEST_SKIP() << "times the sim's copy latency";
+  start(slowCopies(20000));
+  makeSources({4096, 8192, 100, 65536, 3000}, 22);
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  std::vector<void *> back(bufs.size());
+  std::vector<offload_rt_token *> tokens(bufs.size());
+  ASSERT_OK(offload_rt_load_group_start(ctx.get(), bufs.size(), bufs.data(),
+                                        bytes.data(), stream, back.data(),
+                                        tokens.data()));
+  for (offload_rt_token *t : tokens)
+    ASSERT_OK(offload_rt_wait(ctx.get(), t, stream));
+  ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_GE(s.d2h_ms, 19.0);
+  EXPECT_LT(s.d2h_ms, 60.0) << "5 copies of 20 ms each would take 100";
+  EXPECT_GE(s.h2d_ms, 19.0);
+  EXPECT_LT(s.h2d_ms, 60.0);
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[i], bytes[i]) == data[i]);
+    EXPECT_OK(offload_rt_device_free(ctx.get(), back[i], stream));
+    EXPECT_OK(offload_rt_free_host(ctx.get(), bufs[i]));
+  }
+}
+
+// The block is shared: freed members' parts are not handed out again, and
+// the block returns to the pool with the last member, in any order.
+TEST_F(CopyGroup, BlockReturnsToThePoolAfterItsLastMember) {
+  std::vector<size_t> sizes = {64 * 1024, 1, 100003, 256 * 1024 + 7, 4096};
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = blockBytes(sizes); // exactly the group's block
+  opts.pool_growable = 0;
+  start(opts);
+  makeSources(sizes, 23);
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  uint64_t live = totalBytes();
+  for (size_t i : {3, 0, 4, 1}) {
+    ASSERT_OK(offload_rt_free_host(ctx.get(), bufs[i]));
+    ASSERT_OK(offload_rt_synchronize(ctx.get()));
+    live -= bytes[i];
+    offload_rt_stats s = stats();
+    EXPECT_EQ(s.pinned_in_use_bytes, blockBytes(sizes))
+        << "after freeing member " << i;
+    EXPECT_EQ(s.host_live_bytes, live) << "after freeing member " << i;
+  }
+  // The pool is still full: a new offload stays on the device, and the last
+  // member's bytes are intact.
+  offload_rt_host_buffer *other = nullptr;
+  {
+    StderrCapture err;
+    EXPECT_EQ(offload_rt_offload(ctx.get(), dev[0], bytes[0], stream, &other),
+              OFFLOAD_RT_KEPT_ON_DEVICE);
+  }
+  EXPECT_OK(offload_rt_free_host(ctx.get(), other));
+  EXPECT_TRUE(hostBytes(bufs[2], bytes[2]) == data[2]);
+
+  ASSERT_OK(offload_rt_free_host(ctx.get(), bufs[2]));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.pinned_in_use_bytes, 0u);
+  EXPECT_EQ(s.host_live_bytes, 0u);
+  EXPECT_EQ(s.pinned_peak_in_use_bytes, blockBytes(sizes));
+  // The whole block is free again: the same group fits once more.
+  bufs = offloadAll();
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    EXPECT_TRUE(hostBytes(bufs[i], bytes[i]) == data[i]);
+    EXPECT_OK(offload_rt_free_host(ctx.get(), bufs[i]));
+  }
+  EXPECT_EQ(stats().fallbacks, 1u);
+}
+
+// Guarantee 5 for groups: the block is reused only once the loads from
+// every member completed, even after all members were freed. The pool holds
+// the group's block only, so the next offload must wait for it. The load is
+// a single load_start, or a load group.
+void CopyGroup::blockWaitsForLoad(bool groupLoad) {
+  std::vector<size_t> sizes = {4096, 8192};
+  offload_rt_options opts = slowCopies(40000);
+  opts.pool_initial_bytes = blockBytes(sizes);
+  opts.pool_growable = 0;
+  start(opts);
+  makeSources(sizes, 24);
+  // Made first: with slow sim copies, making it takes as long as the load.
+  auto more = pattern(blockBytes(sizes), 25);
+  void *devMore = deviceFrom(ctx.get(), stream, more);
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  void *back = nullptr;
+  offload_rt_token *loading = nullptr;
+  if (groupLoad) {
+    ASSERT_OK(offload_rt_load_group_start(ctx.get(), 1, &bufs[1], &bytes[1],
+                                          stream, &back, &loading));
+  } else {
+    ASSERT_OK(offload_rt_load_start(ctx.get(), bufs[1], nullptr, bytes[1],
+                                    stream, &back, &loading));
+  }
+  ASSERT_OK(offload_rt_free_host(ctx.get(), bufs[0]));
+  ASSERT_OK(offload_rt_free_host(ctx.get(), bufs[1])); // its load still runs
+  offload_rt_host_buffer *next = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), devMore, more.size(), stream, &next));
+  ASSERT_OK(offload_rt_wait(ctx.get(), loading, stream));
+  EXPECT_TRUE(hostFrom(ctx.get(), stream, back, bytes[1]) == data[1]);
+  EXPECT_TRUE(hostBytes(next, more.size()) == more);
+  if (isSim(ctx.get())) {
+    EXPECT_EQ(stats().pool_stalls, 1u);
+  }
+  EXPECT_EQ(stats().fallbacks, 0u);
+  EXPECT_OK(offload_rt_free_host(ctx.get(), next));
+  for (void *p : {back, devMore})
+    EXPECT_OK(offload_rt_device_free(ctx.get(), p, stream));
+}
+
+TEST_F(CopyGroup, BlockIsNotReusedBeforeALoadFromAMemberCompletes) {
+  blockWaitsForLoad(/*groupLoad=*/false);
+}
+
+TEST_F(CopyGroup, BlockIsNotReusedBeforeALoadGroupCompletes) {
+  blockWaitsForLoad(/*groupLoad=*/true);
+}
+
+// Guarantees 1-3 for groups: the batched offload sees compute's earlier
+// writes, the batched load waits for the (slow) offload, compute for the load.
+TEST_F(CopyGroup, KeepsTheOrderingGuarantees) {
+  start(slowCopies(30000));
+  makeSources({32768, 1000, 65536}, 26);
+  const size_t n = dev.size();
+  std::vector<std::vector<uint8_t>> after;
+  for (size_t i = 0; i < n; ++i)
+    after.push_back(pattern(bytes[i], 60 + uint32_t(i)));
+  // Compute is busy for 50 ms, then overwrites every source.
+  ASSERT_OK(offload_rt_stream_enqueue_host_fn(ctx.get(), stream, sleepMs,
+                                              reinterpret_cast<void *>(50)));
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_OK(offload_rt_memcpy_async(ctx.get(), const_cast<void *>(dev[i]),
+                                      after[i].data(), bytes[i], stream));
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  std::vector<void *> back(n);
+  std::vector<offload_rt_token *> tokens(n);
+  ASSERT_OK(offload_rt_load_group_start(ctx.get(), n, bufs.data(),
+                                        bytes.data(), stream, back.data(),
+                                        tokens.data()));
+  for (offload_rt_token *t : tokens)
+    ASSERT_OK(offload_rt_wait(ctx.get(), t, stream));
+  // Enqueued right away on compute: must run after both batches.
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[i], bytes[i]) == after[i])
+        << "member " << i;
+    EXPECT_TRUE(hostBytes(bufs[i], bytes[i]) == after[i]) << "member " << i;
+  }
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.waits, n);
+  if (isSim(ctx.get())) { // compute stood still for most of two copies
+    EXPECT_GT(s.wait_ms, 30.0);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_OK(offload_rt_free_host(ctx.get(), bufs[i]));
+    EXPECT_OK(offload_rt_device_free(ctx.get(), back[i], stream));
+  }
+}
+
+// Guarantee 4 per member: each member's device buffer is released on its
+// own, after the group's copy (the sim poisons freed memory).
+TEST_F(CopyGroup, MembersHandOverTheirDeviceBuffersAfterTheCopy) {
+  start(slowCopies(20000));
+  makeSources({65536, 4096, 20000}, 27);
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  for (size_t i : {0, 2}) {
+    ASSERT_OK(offload_rt_free_device_after_copy(ctx.get(), bufs[i]));
+    owned[i] = false;
+  }
+  ReleaseProbe probe;
+  probe.expected = data[1];
+  probe.device = dev[1];
+  void *host = nullptr;
+  ASSERT_OK(offload_rt_host_data(ctx.get(), bufs[1], 0, &host));
+  probe.host = static_cast<const uint8_t *>(host);
+  ASSERT_OK(offload_rt_release_device_after_copy(ctx.get(), bufs[1],
+                                                 probeRelease, &probe));
+  ASSERT_OK(offload_rt_poll(ctx.get()));
+  if (isSim(ctx.get())) { // the copy takes 20 ms: too early to release
+    EXPECT_EQ(probe.calls.load(), 0);
+  }
+  for (size_t i = 0; i < bufs.size(); ++i)
+    EXPECT_TRUE(hostBytes(bufs[i], bytes[i]) == data[i]) << "member " << i;
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(probe.calls.load(), 1);
+  EXPECT_TRUE(probe.copyWasComplete.load());
+  EXPECT_TRUE(probe.rightPointer.load());
+  EXPECT_EQ(stats().device_releases, 3u);
+  for (auto *b : bufs)
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+}
+
+// A group the pool cannot hold keeps every member on the device, as one
+// offload would; kept members load (also mixed with pinned ones in a group)
+// and release their device buffers at free_host.
+TEST_F(CopyGroup, PoolTooSmallKeepsEveryMemberOnDevice) {
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = kMiB;
+  opts.pool_growable = 0;
+  start(opts);
+  makeSources({512 * 1024, 512 * 1024, 300 * 1024, 256 * 1024}, 28);
+  // The last source alone, first: it fits and leaves 768 KiB.
+  offload_rt_host_buffer *single = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev[3], bytes[3], stream, &single));
+  std::vector<offload_rt_host_buffer *> bufs(3);
+  StderrCapture err;
+  EXPECT_EQ(offload_rt_offload_group(ctx.get(), 3, dev.data(), bytes.data(),
+                                     stream, bufs.data()),
+            OFFLOAD_RT_KEPT_ON_DEVICE);
+  std::string warning = err.take();
+  EXPECT_TRUE(contains(warning, "pinned pool exhausted")) << warning;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(bufs[i] != nullptr);
+    void *host = &host;
+    EXPECT_OK(offload_rt_host_data(ctx.get(), bufs[i], 1, &host));
+    EXPECT_EQ(host, nullptr);
+  }
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.fallbacks, 3u);
+  EXPECT_EQ(s.d2h_copies, 1u);
+  EXPECT_EQ(s.pinned_in_use_bytes, rounded(bytes[3]));
+
+  // One load group: kept members copy on the device, the pinned one over
+  // the link.
+  std::vector<offload_rt_host_buffer *> order = {bufs[0], single, bufs[2],
+                                                 bufs[1]};
+  std::vector<size_t> from = {0, 3, 2, 1}, sizes;
+  for (size_t i : from)
+    sizes.push_back(bytes[i]);
+  std::vector<void *> back(order.size());
+  std::vector<offload_rt_token *> tokens(order.size());
+  ASSERT_OK(offload_rt_load_group_start(ctx.get(), order.size(), order.data(),
+                                        sizes.data(), stream, back.data(),
+                                        tokens.data()));
+  for (offload_rt_token *t : tokens)
+    ASSERT_OK(offload_rt_wait(ctx.get(), t, stream));
+  for (size_t k = 0; k < order.size(); ++k)
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[k], sizes[k]) ==
+                data[from[k]])
+        << "load " << k;
+
+  // Their device buffers are the data: released at free_host.
+  ReleaseProbe probe;
+  probe.device = dev[0];
+  ASSERT_OK(offload_rt_release_device_after_copy(ctx.get(), bufs[0],
+                                                 probeRelease, &probe));
+  ASSERT_OK(offload_rt_free_device_after_copy(ctx.get(), bufs[1]));
+  owned[1] = false;
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(probe.calls.load(), 0);
+  EXPECT_EQ(stats().device_releases, 0u);
+  for (auto *b : {bufs[0], bufs[1], bufs[2], single})
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+  EXPECT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  EXPECT_EQ(probe.calls.load(), 1);
+  EXPECT_TRUE(probe.rightPointer.load());
+  EXPECT_EQ(stats().device_releases, 2u);
+  for (void *p : back)
+    EXPECT_OK(offload_rt_device_free(ctx.get(), p, stream));
+}
+
+TEST_F(CopyGroup, ArgumentsAndHandlesAreChecked) {
+  start(testOptions()); // checks on
+  makeSources({256, 512, 1024}, 29);
+  offload_rt_host_buffer *marker = reinterpret_cast<offload_rt_host_buffer *>(
+      uintptr_t(0x1234));
+  std::vector<offload_rt_host_buffer *> bufs(3, marker);
+  auto outputsCleared = [&] {
+    for (auto *b : bufs)
+      if (b)
+        return false;
+    return true;
+  };
+  auto offload = [&](size_t n, const void *const *d, const size_t *b) {
+    std::fill(bufs.begin(), bufs.end(), marker);
+    return offload_rt_offload_group(ctx.get(), n, d, b, stream, bufs.data());
+  };
+  auto lastError = [] { return std::string(offload_rt_last_error()); };
+
+  EXPECT_EQ(offload(0, dev.data(), bytes.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_offload_group: n is 0");
+  EXPECT_EQ(offload(3, nullptr, bytes.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_offload_group: device_ptrs is NULL");
+  EXPECT_TRUE(outputsCleared());
+  EXPECT_EQ(offload(3, dev.data(), nullptr), OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_offload_group: bytes is NULL");
+  EXPECT_EQ(offload_rt_offload_group(ctx.get(), 3, dev.data(), bytes.data(),
+                                     stream, nullptr),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_offload_group: out_buffers is NULL");
+  std::vector<const void *> withNull = dev;
+  withNull[2] = nullptr;
+  EXPECT_EQ(offload(3, withNull.data(), bytes.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_offload_group: device_ptrs[2] is NULL");
+  EXPECT_TRUE(outputsCleared());
+  std::vector<size_t> huge = {1, SIZE_MAX / 4, SIZE_MAX / 4 + 1};
+  EXPECT_EQ(offload(3, dev.data(), huge.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "the group's size overflows at bytes[2]"))
+      << lastError();
+  EXPECT_TRUE(outputsCleared());
+  // A NULL pointer is fine for zero bytes.
+  std::vector<size_t> zero = bytes;
+  zero[2] = 0;
+  EXPECT_OK(offload(3, withNull.data(), zero.data()));
+  for (auto *b : bufs)
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+
+  // Loads.
+  std::vector<offload_rt_host_buffer *> good = offloadAll();
+  offload_rt_host_buffer *released = nullptr;
+  ASSERT_OK(offload_rt_offload(ctx.get(), dev[0], bytes[0], stream, &released));
+  ASSERT_OK(offload_rt_free_host(ctx.get(), released));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  const offload_rt_stats before = stats();
+  std::vector<void *> back(3);
+  std::vector<offload_rt_token *> tokens(3);
+  auto load = [&](size_t n, std::vector<offload_rt_host_buffer *> members,
+                  const size_t *b) {
+    std::fill(back.begin(), back.end(), reinterpret_cast<void *>(1));
+    std::fill(tokens.begin(), tokens.end(),
+              reinterpret_cast<offload_rt_token *>(1));
+    return offload_rt_load_group_start(ctx.get(), n, members.data(), b,
+                                       stream, back.data(), tokens.data());
+  };
+  auto loadOutputsCleared = [&] {
+    for (size_t i = 0; i < 3; ++i)
+      if (back[i] || tokens[i])
+        return false;
+    return true;
+  };
+  EXPECT_EQ(load(0, good, bytes.data()), OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_load_group_start: n is 0");
+  EXPECT_EQ(offload_rt_load_group_start(ctx.get(), 3, nullptr, bytes.data(),
+                                        stream, back.data(), tokens.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_load_group_start: buffers is NULL");
+  EXPECT_TRUE(loadOutputsCleared());
+  EXPECT_EQ(load(3, good, nullptr), OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_load_group_start: bytes is NULL");
+  EXPECT_EQ(offload_rt_load_group_start(ctx.get(), 3, good.data(),
+                                        bytes.data(), stream, nullptr,
+                                        tokens.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(),
+            "offload_rt_load_group_start: out_device_ptrs is NULL");
+
+  EXPECT_EQ(load(3, {good[0], released, good[2]}, bytes.data()),
+            OFFLOAD_RT_ERROR_INVALID_HANDLE);
+  EXPECT_TRUE(contains(lastError(), "use after release")) << lastError();
+  EXPECT_TRUE(contains(lastError(), "(buffers[1])")) << lastError();
+  EXPECT_TRUE(loadOutputsCleared());
+  int notAHandle = 0;
+  EXPECT_EQ(load(3,
+                 {reinterpret_cast<offload_rt_host_buffer *>(&notAHandle),
+                  good[1], good[2]},
+                 bytes.data()),
+            OFFLOAD_RT_ERROR_INVALID_HANDLE);
+  EXPECT_TRUE(contains(lastError(), "not a host buffer of this context "
+                                    "(buffers[0])"))
+      << lastError();
+  EXPECT_EQ(load(3, {good[0], good[1], nullptr}, bytes.data()),
+            OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_load_group_start: host buffer is NULL "
+                         "(buffers[2])");
+  std::vector<size_t> tooMany = bytes;
+  tooMany[1] += 1;
+  EXPECT_EQ(load(3, good, tooMany.data()), OFFLOAD_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "offload_rt_load_group_start: 513 bytes requested "
+                         "from a host buffer of 512 (buffers[1])");
+  EXPECT_TRUE(loadOutputsCleared());
+
+  // Nothing was copied, allocated or waited on; the group still loads.
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.h2d_copies, before.h2d_copies);
+  EXPECT_EQ(s.device_in_use_bytes, before.device_in_use_bytes);
+  ASSERT_OK(load(3, good, bytes.data()));
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_OK(offload_rt_wait(ctx.get(), tokens[i], stream));
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[i], bytes[i]) == data[i]);
+    EXPECT_OK(offload_rt_device_free(ctx.get(), back[i], stream));
+    EXPECT_OK(offload_rt_free_host(ctx.get(), good[i]));
+  }
+}
+
+TEST_F(CopyGroup, BackendFailuresLeaveNothingBehind) {
+  if (testOptions().backend != OFFLOAD_RT_BACKEND_SIM)
+    GTEST_SKIP() << "failure injection is a sim feature";
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = kMiB;
+  start(opts);
+  makeSources({4096, 8192, 100}, 30);
+  const size_t n = dev.size();
+
+  // A failed batch returns the block to the pool and gives no handles.
+  ASSERT_OK(
+      offload_rt_sim_inject_failure(ctx.get(), "cudaMemcpyBatchAsync", 1));
+  std::vector<offload_rt_host_buffer *> bufs =
+      offloadAll(OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "cudaMemcpyBatchAsync failed: injected failure (sim)");
+  for (auto *b : bufs)
+    EXPECT_EQ(b, nullptr);
+  // So does a failed wait on the compute stream's event.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaEventRecord", 1));
+  bufs = offloadAll(OFFLOAD_RT_ERROR_BACKEND);
+  for (auto *b : bufs)
+    EXPECT_EQ(b, nullptr);
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.pinned_in_use_bytes, 0u);
+  EXPECT_EQ(s.host_live_bytes, 0u);
+  EXPECT_EQ(s.d2h_copies, 0u);
+
+  bufs = offloadAll();
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  const uint64_t base = stats().device_in_use_bytes;
+  std::vector<void *> back(n);
+  std::vector<offload_rt_token *> tokens(n);
+  auto load = [&] {
+    return offload_rt_load_group_start(ctx.get(), n, bufs.data(),
+                                       bytes.data(), stream, back.data(),
+                                       tokens.data());
+  };
+  // The second allocation fails: the first is freed again.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaMallocAsync", 2));
+  EXPECT_EQ(load(), OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "cudaMallocAsync failed: injected failure (sim)");
+  // The batch fails: every allocation is freed again.
+  ASSERT_OK(
+      offload_rt_sim_inject_failure(ctx.get(), "cudaMemcpyBatchAsync", 1));
+  EXPECT_EQ(load(), OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "cudaMemcpyBatchAsync failed: injected failure (sim)");
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(back[i], nullptr);
+    EXPECT_EQ(tokens[i], nullptr);
+  }
+  ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(stats().device_in_use_bytes, base);
+  EXPECT_EQ(stats().h2d_copies, 0u);
+
+  // The buffers stay loadable.
+  ASSERT_OK(load());
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_OK(offload_rt_wait(ctx.get(), tokens[i], stream));
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[i], bytes[i]) == data[i]);
+    EXPECT_OK(offload_rt_device_free(ctx.get(), back[i], stream));
+    EXPECT_OK(offload_rt_free_host(ctx.get(), bufs[i]));
+  }
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+}
+
+// Several threads, each with its own compute stream, offload groups and load
+// back random subsets of what they hold (members of different groups
+// together), freeing the members in random order.
+TEST_F(CopyGroup, ConcurrentGroupRoundTripsKeepTheirBytes) {
+  offload_rt_options opts = testOptions();
+  opts.pool_initial_bytes = 2 * kMiB; // small: growth happens concurrently
+  start(opts);
+  constexpr int kThreads = 4, kIterations = 30;
+  std::atomic<int> mismatches{0}, failures{0};
+  std::atomic<uint64_t> offloaded{0}, loaded{0};
+  auto worker = [&](int t) {
+    offload_rt_context *c = ctx.get();
+    void *s = nullptr;
+    if (offload_rt_stream_create(c, &s) != OFFLOAD_RT_SUCCESS) {
+      ++failures;
+      return;
+    }
+    std::mt19937 rng(300 + t);
+    struct Held {
+      std::vector<uint8_t> data;
+      offload_rt_host_buffer *buf;
+    };
+    std::vector<Held> held;
+    auto loadSome = [&](size_t count) {
+      std::shuffle(held.begin(), held.end(), rng);
+      count = std::min(count, held.size());
+      std::vector<offload_rt_host_buffer *> bufs;
+      std::vector<size_t> sizes;
+      for (size_t i = 0; i < count; ++i) {
+        bufs.push_back(held[i].buf);
+        sizes.push_back(held[i].data.size());
+      }
+      std::vector<void *> back(count);
+      std::vector<offload_rt_token *> tokens(count);
+      if (offload_rt_load_group_start(c, count, bufs.data(), sizes.data(), s,
+                                      back.data(), tokens.data()) < 0) {
+        ++failures;
+        return;
+      }
+      loaded += count;
+      for (size_t i = 0; i < count; ++i) {
+        if (offload_rt_wait(c, tokens[i], s) < 0)
+          ++failures;
+        if (hostFrom(c, s, back[i], sizes[i]) != held[i].data)
+          ++mismatches;
+      }
+      for (size_t i = count; i-- > 0;)
+        if (offload_rt_free_host(c, bufs[i]) < 0 ||
+            offload_rt_device_free(c, back[i], s) < 0)
+          ++failures;
+      held.erase(held.begin(), held.begin() + count);
+    };
+    for (int i = 0; i < kIterations; ++i) {
+      size_t n = 1 + rng() % 5;
+      std::vector<Held> group;
+      std::vector<const void *> devs;
+      std::vector<size_t> sizes;
+      for (size_t j = 0; j < n; ++j) {
+        size_t b = 1 + rng() % (256 * 1024);
+        group.push_back(
+            {pattern(b, t * 10000 + i * 10 + uint32_t(j)), nullptr});
+        devs.push_back(deviceFrom(c, s, group.back().data));
+        sizes.push_back(b);
+      }
+      std::vector<offload_rt_host_buffer *> bufs(n);
+      if (offload_rt_offload_group(c, n, devs.data(), sizes.data(), s,
+                                   bufs.data()) != OFFLOAD_RT_SUCCESS) {
+        ++failures;
+        continue;
+      }
+      offloaded += n;
+      for (size_t j = 0; j < n; ++j) {
+        if (offload_rt_free_device_after_copy(c, bufs[j]) < 0)
+          ++failures;
+        group[j].buf = bufs[j];
+        held.push_back(std::move(group[j]));
+      }
+      if (held.size() > 8 || rng() % 3 == 0)
+        loadSome(1 + rng() % 6);
+    }
+    while (!held.empty())
+      loadSome(6);
+    if (offload_rt_stream_destroy(c, s) < 0)
+      ++failures;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back(worker, t);
+  for (auto &th : threads)
+    th.join();
+  EXPECT_EQ(failures.load(), 0) << offload_rt_last_error();
+  EXPECT_EQ(mismatches.load(), 0);
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats s = stats();
+  EXPECT_EQ(s.d2h_copies, offloaded.load());
+  EXPECT_EQ(s.h2d_copies, loaded.load());
+  EXPECT_EQ(loaded.load(), offloaded.load());
+  EXPECT_EQ(s.fallbacks, 0u);
+  EXPECT_EQ(s.pinned_in_use_bytes, 0u);
+  EXPECT_EQ(s.host_live_bytes, 0u);
+  EXPECT_EQ(s.device_releases, offloaded.load());
+}
+
+// What compiled code calls: the default context, handles and tokens as
+// `void *`, each used on its own afterwards.
+TEST(MlirWrappers, CopyGroupEntryPoints) {
+  offload_rt_options opts = testOptions();
+  ASSERT_OK(offload_rt_init(&opts));
+  void *stream = nullptr;
+  ASSERT_OK(offload_rt_stream_create(nullptr, &stream));
+  offload_rt_mlir_set_compute_stream(stream);
+  std::vector<std::vector<uint8_t>> data = {pattern(3000, 40),
+                                            pattern(70000, 41),
+                                            pattern(256, 42)};
+  void *dev[3];
+  int64_t bytes[3];
+  for (size_t i = 0; i < 3; ++i) {
+    dev[i] = deviceFrom(nullptr, stream, data[i]);
+    bytes[i] = int64_t(data[i].size());
+  }
+  void *handles[3] = {};
+  offload_rt_mlir_offload_group_start(3, dev, bytes, stream, handles);
+  for (size_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(handles[i] != nullptr);
+  void *tokens[3] = {};
+  offload_rt_mlir_load_group_start(3, handles, bytes, stream, tokens);
+  for (size_t i = 0; i < 3; ++i) {
+    void *back = offload_rt_mlir_wait(tokens[i], stream);
+    EXPECT_TRUE(hostFrom(nullptr, stream, back, data[i].size()) == data[i]);
+    EXPECT_OK(offload_rt_device_free(nullptr, back, stream));
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    offload_rt_mlir_free_host(handles[i]);
+    EXPECT_OK(offload_rt_device_free(nullptr, dev[i], stream));
+  }
+  ASSERT_OK(offload_rt_synchronize(nullptr));
+  offload_rt_stats s{};
+  ASSERT_OK(offload_rt_get_stats(nullptr, &s));
+  EXPECT_EQ(s.d2h_copies, 3u);
+  EXPECT_EQ(s.h2d_copies, 3u);
+  EXPECT_EQ(s.pinned_in_use_bytes, 0u);
+  offload_rt_mlir_set_compute_stream(nullptr);
+  EXPECT_OK(offload_rt_stream_destroy(nullptr, stream));
+  EXPECT_OK(offload_rt_shutdown());
 }
 
 //===--- contexts and options ---------------------------------------------===//

@@ -10,8 +10,23 @@
 // 2. Overlap: a run of cuBLAS bf16 GEMMs (8192^3 by default) timed alone on
 //    the compute stream, then while offload_rt copies 1 GiB each way; the
 //    slowdown of the GEMMs is what offloading costs compute.
+// 3. Small copies (--mode small): for tensors of 64 KiB, 256 KiB, 1 MiB and
+//    4 MiB, --small-mib (256) MiB in tensors of that size, each its own
+//    cudaMalloc, moved one offload_rt call per tensor, in copy groups of
+//    about --group-mib (32) MiB, and as one group of all; next to one large
+//    offload_rt copy of the same total (the reference of the % columns) and a
+//    plain cudaMemcpyAsync of it. Each iteration enqueues every copy, then
+//    the compute stream waits for the copy stream (an event recorded there
+//    after the last copy), timed with CUDA events on the compute stream as
+//    above, so the host's enqueueing time is inside the numbers when it is
+//    the longer part. Loads allocate their device memory (device_dst NULL,
+//    as load groups do). Tokens are not asked for: one wait per copy would
+//    be the same in every mode.
 //
-// Usage: offload_rt_bench [--iters N] [--max-mib M] [--gemm N] [--rounds R]
+// Usage: offload_rt_bench [--mode default|small|all] [--iters N]
+//                         [--max-mib M] [--gemm N] [--rounds R]
+//                         [--small-mib T] [--group-mib G]
+//   default: parts 1 and 2 (and the call overhead); small: part 3; all: both.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,11 +67,25 @@ void checkRt(offload_rt_status st, const char *what) {
 }
 #define RT(call) checkRt((call), #call)
 
+/// An offload that must really copy: KEPT_ON_DEVICE would time nothing.
+void checkCopied(offload_rt_status st, const char *what) {
+  checkRt(st, what);
+  if (st != OFFLOAD_RT_SUCCESS) {
+    std::fprintf(stderr, "%s: %s (pool too small)\n", what,
+                 offload_rt_status_string(st));
+    std::exit(1);
+  }
+}
+#define RT_COPIED(call) checkCopied((call), #call)
+
 struct Options {
+  std::string mode = "default";
   int iters = 20;
   size_t maxMiB = 1024;
   int gemm = 8192;
   int rounds = 5;
+  size_t smallMiB = 256; // total per tensor size in the small-copies part
+  size_t groupMiB = 32;  // target size of one copy group there
 };
 
 Options parse(int argc, char **argv) {
@@ -64,7 +93,13 @@ Options parse(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     long v = std::atol(argv[i + 1]);
-    if (flag == "--iters")
+    if (flag == "--mode")
+      o.mode = argv[i + 1];
+    else if (flag == "--small-mib")
+      o.smallMiB = size_t(v);
+    else if (flag == "--group-mib")
+      o.groupMiB = size_t(v);
+    else if (flag == "--iters")
       o.iters = int(v);
     else if (flag == "--max-mib")
       o.maxMiB = size_t(v);
@@ -86,17 +121,24 @@ Summary summarize(std::vector<float> ms) {
 }
 
 /// Times `body` (which enqueues work that `stream` ends up waiting for)
-/// between two events on `stream`, after two warm-up runs.
+/// between two events on `stream`, after two warm-up runs. With `hostMs`,
+/// also the host's time in `body` per timed run.
 Summary timeOn(cudaStream_t stream, int iters,
                const std::function<void()> &body,
-               const std::function<void()> &after = [] {}) {
+               const std::function<void()> &after = [] {},
+               std::vector<double> *hostMs = nullptr) {
   cudaEvent_t e0, e1;
   CUDA(cudaEventCreate(&e0));
   CUDA(cudaEventCreate(&e1));
   std::vector<float> ms;
   for (int i = 0; i < iters + 2; ++i) {
     CUDA(cudaEventRecord(e0, stream));
+    auto t0 = std::chrono::steady_clock::now();
     body();
+    if (hostMs && i >= 2)
+      hostMs->push_back(std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count());
     CUDA(cudaEventRecord(e1, stream));
     CUDA(cudaEventSynchronize(e1));
     after();
@@ -230,6 +272,211 @@ void callOverhead(offload_rt_context *ctx, cudaStream_t compute, Buffers &b) {
               us[us.size() / 2], us[us.size() * 9 / 10]);
 }
 
+/// The median of host times, in ms.
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// Part 3: many small tensors, one call each vs copy groups vs one large
+/// copy of the same total.
+void smallCopies(offload_rt_context *ctx, cudaStream_t compute,
+                 const Options &o) {
+  const size_t total = o.smallMiB << 20;
+  // Loads allocate device memory each iteration and free it after: keep the
+  // freed memory in the device's pool, so no iteration pays for mapping it
+  // again (the default release threshold returns it at every sync).
+  int device = 0;
+  CUDA(cudaGetDevice(&device));
+  cudaMemPool_t memPool;
+  CUDA(cudaDeviceGetDefaultMemPool(&memPool, device));
+  uint64_t keep = UINT64_MAX;
+  CUDA(cudaMemPoolSetAttribute(memPool, cudaMemPoolAttrReleaseThreshold,
+                               &keep));
+
+  void *d2hStream = nullptr, *h2dStream = nullptr;
+  RT(offload_rt_get_copy_streams(ctx, &d2hStream, &h2dStream));
+  cudaEvent_t copied;
+  CUDA(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
+  // The compute stream waits for every copy queued so far on a copy stream
+  // (FIFO): one wait, the same in every mode.
+  auto join = [&](void *copyStream) {
+    CUDA(cudaEventRecord(copied, static_cast<cudaStream_t>(copyStream)));
+    CUDA(cudaStreamWaitEvent(compute, copied, 0));
+  };
+  std::vector<void *> outs;
+  // After a timed load: free what it allocated, outside the timing.
+  auto freeOuts = [&] {
+    for (void *p : outs)
+      RT(offload_rt_device_free(ctx, p, compute));
+    CUDA(cudaStreamSynchronize(compute));
+  };
+
+  // The reference: one large copy of the same total, plain and offload_rt.
+  void *big = nullptr, *plainHost = nullptr;
+  CUDA(cudaMalloc(&big, total));
+  CUDA(cudaMemset(big, 0x5a, total));
+  CUDA(cudaHostAlloc(&plainHost, total, cudaHostAllocDefault));
+  Summary plainD2H = timeOn(compute, o.iters, [&] {
+    CUDA(cudaMemcpyAsync(plainHost, big, total, cudaMemcpyDeviceToHost,
+                         compute));
+  });
+  Summary plainH2D = timeOn(compute, o.iters, [&] {
+    CUDA(cudaMemcpyAsync(big, plainHost, total, cudaMemcpyHostToDevice,
+                         compute));
+  });
+  offload_rt_host_buffer *buf = nullptr;
+  Summary largeD2H = timeOn(
+      compute, o.iters,
+      [&] {
+        RT_COPIED(offload_rt_offload(ctx, big, total, compute, &buf));
+        join(d2hStream);
+      },
+      [&] { RT(offload_rt_free_host(ctx, buf)); });
+  RT_COPIED(offload_rt_offload(ctx, big, total, compute, &buf));
+  RT(offload_rt_synchronize(ctx));
+  outs.assign(1, nullptr);
+  Summary largeH2D = timeOn(
+      compute, o.iters,
+      [&] {
+        RT(offload_rt_load_start(ctx, buf, nullptr, total, compute, &outs[0],
+                                 nullptr));
+        join(h2dStream);
+      },
+      freeOuts);
+  RT(offload_rt_free_host(ctx, buf));
+  CUDA(cudaFree(big));
+  CUDA(cudaFreeHost(plainHost));
+
+  std::printf("\nsmall copies: %zu MiB per tensor size, each tensor its own "
+              "cudaMalloc; %d iterations after 2 warm-ups, median (best); "
+              "GB/s = 1e9 bytes/s; the device's default memory pool keeps "
+              "freed memory (release threshold set to the maximum)\n",
+              o.smallMiB, o.iters);
+  std::printf("  one large copy of %zu MiB: plain cudaMemcpyAsync D2H %.2f, "
+              "H2D %.2f GB/s; offload_rt D2H %.2f (%.2f), H2D %.2f (%.2f) "
+              "GB/s = 100%% below\n",
+              o.smallMiB, gbps(total, plainD2H.median),
+              gbps(total, plainH2D.median), gbps(total, largeD2H.median),
+              gbps(total, largeD2H.best), gbps(total, largeH2D.median),
+              gbps(total, largeH2D.best));
+  std::printf("\n%-8s %7s %-12s | %8s %8s %7s %8s | %8s %8s %7s %8s\n", "size",
+              "tensors", "calls", "D2H GB/s", "(best)", "% large", "host us",
+              "H2D GB/s", "(best)", "% large", "host us");
+  std::printf("%-8s %7s %-12s | %8s %8s %7s %8s | %8s %8s %7s %8s\n", "", "",
+              "", "median", "", "median", "/tensor", "median", "", "median",
+              "/tensor");
+
+  for (size_t size : {size_t(64) << 10, size_t(256) << 10, size_t(1) << 20,
+                      size_t(4) << 20}) {
+    if (size > total)
+      continue;
+    const size_t count = total / size;
+    std::vector<const void *> src(count);
+    for (const void *&p : src) {
+      void *d = nullptr;
+      CUDA(cudaMalloc(&d, size));
+      CUDA(cudaMemset(d, 0x5a, size));
+      p = d;
+    }
+    std::vector<size_t> sizes(count, size);
+    std::vector<offload_rt_host_buffer *> bufs(count);
+    // Tensors per call: 1 (one offload_rt call per tensor), a group of about
+    // --group-mib, all of them in one group.
+    std::vector<size_t> perCall = {1};
+    size_t g = std::max<size_t>(1, (o.groupMiB << 20) / size);
+    if (g > 1 && g < count)
+      perCall.push_back(g);
+    if (count > 1)
+      perCall.push_back(count);
+
+    // Enqueues `body(first, n)` over the tensors, n at a time.
+    auto inCalls = [&](size_t n,
+                       const std::function<void(size_t, size_t)> &body) {
+      for (size_t i = 0; i < count; i += n)
+        body(i, std::min(n, count - i));
+    };
+    auto freeBufs = [&] {
+      for (offload_rt_host_buffer *b : bufs)
+        RT(offload_rt_free_host(ctx, b));
+    };
+    struct Row {
+      size_t n;
+      Summary d2h, h2d;
+      double d2hHostMs, h2dHostMs;
+    };
+    std::vector<Row> rows;
+    for (size_t n : perCall) {
+      std::vector<double> host;
+      Summary d2h = timeOn(
+          compute, o.iters,
+          [&] {
+            inCalls(n, [&](size_t i, size_t m) {
+              if (n == 1)
+                RT_COPIED(offload_rt_offload(ctx, src[i], size, compute,
+                                             &bufs[i]));
+              else
+                RT_COPIED(offload_rt_offload_group(ctx, m, &src[i], &sizes[i],
+                                                   compute, &bufs[i]));
+            });
+            join(d2hStream);
+          },
+          freeBufs, &host);
+      rows.push_back({n, d2h, {}, medianOf(host), 0});
+    }
+
+    // The loads' source: every tensor offloaded once, as one group.
+    std::vector<offload_rt_host_buffer *> staged(count);
+    RT_COPIED(offload_rt_offload_group(ctx, count, src.data(), sizes.data(),
+                                       compute, staged.data()));
+    RT(offload_rt_synchronize(ctx));
+    outs.assign(count, nullptr);
+    for (Row &r : rows) {
+      std::vector<double> host;
+      size_t n = r.n;
+      r.h2d = timeOn(
+          compute, o.iters,
+          [&] {
+            inCalls(n, [&](size_t i, size_t m) {
+              if (n == 1)
+                RT(offload_rt_load_start(ctx, staged[i], nullptr, size,
+                                         compute, &outs[i], nullptr));
+              else
+                RT(offload_rt_load_group_start(ctx, m, &staged[i], &sizes[i],
+                                               compute, &outs[i], nullptr));
+            });
+            join(h2dStream);
+          },
+          freeOuts, &host);
+      r.h2dHostMs = medianOf(host);
+    }
+    for (offload_rt_host_buffer *b : staged)
+      RT(offload_rt_free_host(ctx, b));
+    for (const void *p : src)
+      CUDA(cudaFree(const_cast<void *>(p)));
+
+    for (const Row &r : rows) {
+      std::string calls = r.n == 1       ? "per tensor"
+                          : r.n == count ? "one group"
+                                         : "groups of " + std::to_string(r.n);
+      std::string label = size >= (1 << 20)
+                              ? std::to_string(size >> 20) + " MiB"
+                              : std::to_string(size >> 10) + " KiB";
+      std::printf("%-8s %7zu %-12s | %8.2f %8.2f %6.1f%% %8.2f | %8.2f "
+                  "%8.2f %6.1f%% %8.2f\n",
+                  label.c_str(), count, calls.c_str(),
+                  gbps(total, r.d2h.median), gbps(total, r.d2h.best),
+                  100.0 * largeD2H.median / r.d2h.median,
+                  1000.0 * r.d2hHostMs / count, gbps(total, r.h2d.median),
+                  gbps(total, r.h2d.best),
+                  100.0 * largeH2D.median / r.h2d.median,
+                  1000.0 * r.h2dHostMs / count);
+    }
+    std::fflush(stdout);
+  }
+  CUDA(cudaEventDestroy(copied));
+}
+
 #ifdef OFFLOAD_RT_BENCH_CUBLAS
 void checkBlas(cublasStatus_t st, const char *what) {
   if (st != CUBLAS_STATUS_SUCCESS) {
@@ -358,6 +605,13 @@ void overlap(offload_rt_context *ctx, cudaStream_t compute, Buffers &b,
 
 int main(int argc, char **argv) {
   Options o = parse(argc, argv);
+  bool classic = o.mode == "default" || o.mode == "all";
+  bool small = o.mode == "small" || o.mode == "all";
+  if (!classic && !small) {
+    std::fprintf(stderr, "unknown --mode %s (default, small or all)\n",
+                 o.mode.c_str());
+    return 2;
+  }
   size_t maxBytes = o.maxMiB << 20;
   cudaDeviceProp prop;
   CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -368,8 +622,11 @@ int main(int argc, char **argv) {
   offload_rt_options opts;
   offload_rt_options_init(&opts);
   opts.backend = OFFLOAD_RT_BACKEND_CUDA;
-  // A D2H block and a staged block of the largest size (and 4 KiB calls).
-  opts.pool_initial_bytes = 2 * maxBytes + (1 << 20);
+  // A D2H block and a staged block of the largest size (and 4 KiB calls);
+  // for the small copies, all tensors of one size offloaded and staged.
+  opts.pool_initial_bytes =
+      std::max(classic ? 2 * maxBytes : 0, small ? 2 * (o.smallMiB << 20) : 0) +
+      (1 << 20);
   opts.pool_growable = 0;
   auto t0 = std::chrono::steady_clock::now();
   offload_rt_context *ctx = nullptr;
@@ -383,29 +640,33 @@ int main(int argc, char **argv) {
 
   cudaStream_t compute;
   CUDA(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-  Buffers b;
-  CUDA(cudaMalloc(&b.devSrc, maxBytes));
-  CUDA(cudaMalloc(&b.devDst, maxBytes));
-  CUDA(cudaMemset(b.devSrc, 0x5a, maxBytes));
-  CUDA(cudaHostAlloc(&b.hostA, maxBytes, cudaHostAllocDefault));
-  CUDA(cudaHostAlloc(&b.hostB, maxBytes, cudaHostAllocDefault));
-  std::memset(b.hostB, 0x3c, maxBytes);
+  if (classic) {
+    Buffers b;
+    CUDA(cudaMalloc(&b.devSrc, maxBytes));
+    CUDA(cudaMalloc(&b.devDst, maxBytes));
+    CUDA(cudaMemset(b.devSrc, 0x5a, maxBytes));
+    CUDA(cudaHostAlloc(&b.hostA, maxBytes, cudaHostAllocDefault));
+    CUDA(cudaHostAlloc(&b.hostB, maxBytes, cudaHostAllocDefault));
+    std::memset(b.hostB, 0x3c, maxBytes);
 
-  bandwidth(ctx, compute, b, o);
-  callOverhead(ctx, compute, b);
+    bandwidth(ctx, compute, b, o);
+    callOverhead(ctx, compute, b);
 #ifdef OFFLOAD_RT_BENCH_CUBLAS
-  if (o.gemm > 0)
-    overlap(ctx, compute, b, o);
+    if (o.gemm > 0)
+      overlap(ctx, compute, b, o);
 #else
-  std::printf("\noverlap: skipped (built without cuBLAS)\n");
+    std::printf("\noverlap: skipped (built without cuBLAS)\n");
 #endif
+    CUDA(cudaFree(b.devSrc));
+    CUDA(cudaFree(b.devDst));
+    CUDA(cudaFreeHost(b.hostA));
+    CUDA(cudaFreeHost(b.hostB));
+  }
+  if (small)
+    smallCopies(ctx, compute, o);
   std::printf("\n");
   RT(offload_rt_print_summary(ctx, stdout));
   RT(offload_rt_context_destroy(ctx));
-  CUDA(cudaFree(b.devSrc));
-  CUDA(cudaFree(b.devDst));
-  CUDA(cudaFreeHost(b.hostA));
-  CUDA(cudaFreeHost(b.hostB));
   CUDA(cudaStreamDestroy(compute));
   return 0;
 }
