@@ -298,7 +298,7 @@ OpCost CostModel::estimate(Operation *op) const {
   OpCost cost;
   // Copies run on their own streams; views and ops without tensors do no
   // device work worth counting.
-  if (isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp, WaitOp>(op))
+  if (isa<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) || isCopyStart(op))
     return cost;
   if (getViewSource(op)) {
     cost.isView = true;

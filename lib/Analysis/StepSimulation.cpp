@@ -125,9 +125,31 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
     refs[result] = *ref;
   };
 
+  // The copies of a group, one per member, the first one leading.
+  auto recordGroup = [&](PlannedCopy::Kind kind, ValueRange sources,
+                         ValueRange futures) {
+    int leader = -1;
+    for (auto [source, future] : llvm::zip_equal(sources, futures)) {
+      size_t before = model.planInIR.copies.size();
+      recordCopy(kind, source, future);
+      if (model.planInIR.copies.size() == before)
+        continue;
+      if (leader < 0)
+        leader = before;
+      else
+        model.planInIR.copies.back().groupLeader = leader;
+    }
+  };
+
   if (auto offload = dyn_cast<OffloadToCpuOp>(op)) {
     recordCopy(PlannedCopy::Kind::Offload, offload.getSource(),
                offload.getResult());
+  } else if (auto group = dyn_cast<OffloadGroupStartOp>(op)) {
+    recordGroup(PlannedCopy::Kind::Offload, group.getSources(),
+                group.getFutures());
+  } else if (auto group = dyn_cast<LoadGroupStartOp>(op)) {
+    recordGroup(PlannedCopy::Kind::Load, group.getSources(),
+                group.getFutures());
   } else if (auto start = dyn_cast<OffloadStartOp>(op)) {
     recordCopy(PlannedCopy::Kind::Offload, start.getSource(), start.getFuture());
   } else if (auto load = dyn_cast<LoadToGpuOp>(op)) {
@@ -199,8 +221,7 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
 static bool isFusableMemoryBound(Operation *op, const OpCost &cost) {
   return !cost.isView && cost.known && cost.flops == 0 && cost.seconds > 0 &&
          op->getNumRegions() == 0 &&
-         !isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp, WaitOp>(
-             op);
+         !isa<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) && !isCopyStart(op);
 }
 
 /// Splits the top-level ops of `block` into stretches between ops that are
@@ -352,8 +373,8 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
       while (Operation *def = source.getDefiningOp()) {
         if (auto wait = dyn_cast<WaitOp>(def))
           source = wait.getFuture();
-        else if (auto start = dyn_cast<OffloadStartOp>(def))
-          source = start.getSource();
+        else if (isOffloadStart(def))
+          source = getStartedCopySource(source);
         else if (auto offload = dyn_cast<OffloadToCpuOp>(def))
           source = offload.getSource();
         else
@@ -593,6 +614,63 @@ std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l) const {
   return unsigned(last + 1);
 }
 
+unsigned StepModel::getIssueSlot(unsigned pos, bool pastViews) const {
+  while (pos < ops.size() &&
+         (isCopyStart(ops[pos].op) ||
+          isa<WaitOp, OffloadToCpuOp, LoadToGpuOp>(ops[pos].op) ||
+          (pastViews && getViewSource(ops[pos].op))))
+    ++pos;
+  return pos;
+}
+
+void StepModel::coalesceCopies(CopyPlan &plan, int64_t maxBytes,
+                               PlannedCopy::Kind kind) const {
+  if (maxBytes <= 0)
+    return;
+  unsigned numOps = ops.size();
+  // An offload starts after the last read of its storage, views included,
+  // so its group does not reach past a view (which may read that storage).
+  bool pastViews = kind == PlannedCopy::Kind::Load;
+  SmallVector<unsigned> order;
+  SmallVector<unsigned> slotOf(plan.copies.size());
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == kind && copy.groupLeader < 0) {
+      order.push_back(index);
+      slotOf[index] = getIssueSlot(std::min(copy.issuePos, numOps), pastViews);
+    }
+  // Stream order: by issue position, then sequence (simulate()).
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
+    return std::make_tuple(x.issuePos, x.sequence) <
+           std::make_tuple(y.issuePos, y.sequence);
+  });
+  auto eligible = [&](unsigned c) {
+    int64_t bytes = plan.copies[c].bytes;
+    return bytes > 0 && bytes < maxBytes;
+  };
+  // Loads waited at their issue point, or later.
+  auto waitedAtOnce = [&](unsigned c) {
+    return kind == PlannedCopy::Kind::Load &&
+           getIssueSlot(std::min(plan.copies[c].waitPos, numOps), pastViews) ==
+               slotOf[c];
+  };
+  for (size_t i = 0; i < order.size();) {
+    unsigned leader = order[i];
+    size_t end = i + 1;
+    if (eligible(leader))
+      while (end < order.size() && eligible(order[end]) &&
+             slotOf[order[end]] == slotOf[leader] &&
+             waitedAtOnce(order[end]) == waitedAtOnce(leader))
+        ++end;
+    for (size_t j = i + 1; j < end; ++j) {
+      PlannedCopy &member = plan.copies[order[j]];
+      member.groupLeader = leader;
+      member.issuePos = plan.copies[leader].issuePos;
+    }
+    i = end;
+  }
+}
+
 CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
                             int64_t maxInflightBytes,
                             SimulationResult *simulated) const {
@@ -647,8 +725,16 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     for (auto [rank, copy] : llvm::enumerate(row))
       plan.copies[copy].sequence = int64_t(rank) - int64_t(row.size());
   if (schedule) {
+    // As offload-schedule-copies: offloads grouped where they are issued
+    // (their waits placed for the groups' ends), loads once placed.
+    coalesceCopies(plan, execution.coalesceBelow, PlannedCopy::Kind::Offload);
     placeOffloadWaits(plan);
     SimulationResult result = scheduleLoads(plan, maxInflightBytes);
+    if (execution.coalesceBelow > 0) {
+      coalesceCopies(plan, execution.coalesceBelow, PlannedCopy::Kind::Load);
+      if (simulated)
+        result = simulate(plan);
+    }
     if (simulated)
       *simulated = std::move(result);
   } else if (simulated) {
@@ -951,6 +1037,15 @@ public:
     bandwidth[1] = h2d;
     shared[0] = std::min(d2h, both / 2);
     shared[1] = std::min(h2d, both / 2);
+    for (auto [index, copy] : llvm::enumerate(plan.copies))
+      if (copy.groupLeader >= 0) {
+        if (groups.empty())
+          groups.resize(plan.copies.size());
+        SmallVector<unsigned> &members = groups[copy.groupLeader];
+        if (members.empty())
+          members.push_back(copy.groupLeader);
+        members.push_back(index);
+      }
   }
 
   void issue(unsigned copy, double time) {
@@ -1017,7 +1112,7 @@ public:
         stream.remaining -= rate[s] * dt;
         if (stream.remaining <= 1e-3 ||
             now + stream.remaining / rate[s] <= now * (1 + 1e-12)) {
-          endTime[stream.active] = now;
+          finish(stream.active);
           stream.active = -1;
         }
       }
@@ -1050,10 +1145,31 @@ private:
         continue;
       stream.queue.pop_front();
       stream.active = head;
-      stream.inLatency = true;
-      stream.latencyEnd = now + latency;
+      // A group's later copies are the same transfer: no latency of their own.
+      stream.inLatency = plan.copies[head].groupLeader < 0;
+      stream.latencyEnd = stream.inLatency ? now + latency : now;
       stream.remaining = double(plan.copies[head].bytes);
     }
+  }
+
+  /// A copy's bytes are across; a copy of a group ends with its last one.
+  void finish(unsigned copy) {
+    if (groups.empty()) {
+      endTime[copy] = now;
+      return;
+    }
+    int leader = plan.copies[copy].groupLeader;
+    ArrayRef<unsigned> members = groups[leader < 0 ? copy : leader];
+    if (members.empty()) {
+      endTime[copy] = now;
+      return;
+    }
+    transferred.insert(copy);
+    if (!llvm::all_of(members,
+                      [&](unsigned m) { return transferred.contains(m); }))
+      return;
+    for (unsigned member : members)
+      endTime[member] = now;
   }
 
   const CopyPlan &plan;
@@ -1062,6 +1178,10 @@ private:
   Stream streams[2];
   double now = 0, transferSeconds = 0;
   SmallVector<double> issueTime, endTime;
+  /// Per group leader, the copies of its group (empty if no group).
+  SmallVector<SmallVector<unsigned>> groups;
+  /// Copies of groups whose bytes are across.
+  llvm::DenseSet<unsigned> transferred;
 };
 
 /// Orders a release the compute stream does not see after everything else
@@ -1353,12 +1473,12 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     // never issues a copy between the two, where the planner could not.
     for (unsigned p = 0; p < numOps; ++p) {
       auto wait = dyn_cast<WaitOp>(ops[p].op);
-      if (!wait || !wait.getFuture().getDefiningOp<LoadStartOp>())
+      if (!wait || !isLoadStart(wait.getFuture().getDefiningOp()))
         continue;
       for (unsigned q = p + 1; q <= numOps; ++q) {
         (*liveAt)[q] = std::max((*liveAt)[q], (*liveAt)[p]);
         if (q == numOps ||
-            !(isa<OffloadStartOp, LoadStartOp, WaitOp>(ops[q].op) ||
+            !(isa<WaitOp>(ops[q].op) || isCopyStart(ops[q].op) ||
               getViewSource(ops[q].op)))
           break;
       }

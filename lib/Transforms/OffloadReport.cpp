@@ -134,8 +134,8 @@ static Position positionOf(Operation *op, const OpIndex &index) {
 }
 
 static bool isCopyOp(Operation *op) {
-  return isa_and_nonnull<OffloadToCpuOp, OffloadStartOp, LoadToGpuOp,
-                         LoadStartOp, WaitOp>(op);
+  return isa_and_nonnull<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) ||
+         isCopyStart(op);
 }
 
 /// The first op after `op` that is not a copy or a wait.
@@ -150,8 +150,9 @@ static Operation *nextComputeOp(Operation *op) {
 /// that started the copy; null if `value` is not an offload's result.
 static std::pair<Value, Operation *> getOffloadSource(Value value) {
   if (auto wait = value.getDefiningOp<WaitOp>())
-    if (auto start = wait.getFuture().getDefiningOp<OffloadStartOp>())
-      return {start.getSource(), start};
+    if (Operation *start = wait.getFuture().getDefiningOp();
+        isOffloadStart(start))
+      return {getStartedCopySource(wait.getFuture()), start};
   if (auto offload = value.getDefiningOp<OffloadToCpuOp>())
     return {offload.getSource(), offload};
   return {nullptr, nullptr};
@@ -162,11 +163,13 @@ static std::pair<Value, Operation *> getOffloadSource(Value value) {
 static std::vector<Position> findRebuiltViews(BlockArgument arg,
                                               const OpIndex &index) {
   SmallVector<Value> loaded;
-  for (Operation *user : arg.getUsers()) {
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
     if (isa<LoadToGpuOp>(user))
       loaded.push_back(user->getResult(0));
-    else if (auto start = dyn_cast<LoadStartOp>(user))
-      for (Operation *wait : start.getFuture().getUsers())
+    else if (isLoadStart(user))
+      for (Operation *wait :
+           user->getResult(use.getOperandNumber()).getUsers())
         loaded.push_back(wait->getResult(0));
   }
   SmallVector<Operation *> views;
@@ -210,12 +213,15 @@ static StepReport buildReport(const TrainingStep &step,
       while (isCopyOp(after))
         after = after->getPrevNode();
       entry.offloadAfter = positionOf(after, index);
-      for (Operation *user : step.getBackwardArgument(i).getUsers()) {
+      for (OpOperand &use : step.getBackwardArgument(i).getUses()) {
+        Operation *user = use.getOwner();
         if (isa<LoadToGpuOp>(user)) {
           entry.loadBefore = positionOf(nextComputeOp(user), index);
-        } else if (auto start = dyn_cast<LoadStartOp>(user)) {
-          entry.loadStart = positionOf(nextComputeOp(start), index);
-          for (Operation *wait : start.getFuture().getUsers())
+        } else if (isLoadStart(user)) {
+          entry.loadStart = positionOf(nextComputeOp(user), index);
+          // A group's futures pair up with its sources.
+          for (Operation *wait :
+               user->getResult(use.getOperandNumber()).getUsers())
             entry.loadBefore = positionOf(nextComputeOp(wait), index);
         }
       }

@@ -30,6 +30,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.hiddenPatience = options.hiddenPatience;
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
+    plan.coalesceBelow = options.coalesceBelow;
     plan.deviceProfile = options.deviceProfile;
     plan.release = options.release;
     plan.fuseMemoryBound = options.fuseMemoryBound;
@@ -41,6 +42,7 @@ static void buildPipeline(OpPassManager &pm,
   if (options.schedule) {
     ScheduleCopiesOptions schedule;
     schedule.maxInflightBytes = options.maxInflightBytes;
+    schedule.coalesceBelow = options.coalesceBelow;
     schedule.copyMargin = options.copyMargin;
     schedule.deviceProfile = options.deviceProfile;
     schedule.release = options.release;
@@ -80,6 +82,11 @@ mlir::offload::checkOffloadPipelineOptions(const OffloadPipelineOptions &options
   if (!offload_support::parseByteSize(options.maxInflightBytes.getValue(),
                                       &why)) {
     error = "option max-inflight-bytes: " + why;
+    return failure();
+  }
+  if (!offload_support::parseByteSize(options.coalesceBelow.getValue(),
+                                      &why)) {
+    error = "option coalesce-below: " + why;
     return failure();
   }
   return success();

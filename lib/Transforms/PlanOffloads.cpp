@@ -330,6 +330,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();
+    FailureOr<int64_t> coalesce =
+        parseBytesOption("coalesce-below", coalesceBelow, getOperation());
+    if (failed(coalesce))
+      return signalPassFailure();
+    execution.coalesceBelow = *coalesce;
     if (mode == PlanMode::Budget) {
       FailureOr<Budget> parsed =
           parseBudget(budget, getOperation());

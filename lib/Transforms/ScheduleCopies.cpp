@@ -46,6 +46,7 @@
 #include "offload/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <cmath>
 
@@ -133,12 +134,13 @@ static Operation *getReachableAnchor(const StepModel &model, Operation *op,
 
 /// Moves the wait of each offload up to its release point in `plan` (see
 /// StepModel::placeOffloadWaits).
-static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan) {
-  for (const PlannedCopy &copy : plan.copies) {
+static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan,
+                             ArrayRef<Operation *> startOf) {
+  for (auto [copy, startOp] : llvm::zip_equal(plan.copies, startOf)) {
     if (copy.kind != PlannedCopy::Kind::Offload ||
         copy.waitPos >= model.getNumForwardOps())
       continue;
-    auto start = dyn_cast<OffloadStartOp>(model.getOp(copy.issuePos));
+    auto start = dyn_cast<OffloadStartOp>(startOp);
     if (!start || !start.getFuture().hasOneUse())
       continue;
     auto wait = dyn_cast<WaitOp>(*start.getFuture().getUsers().begin());
@@ -176,6 +178,15 @@ static FailureOr<ArrayRef<int64_t>> getStamp(Operation *op, StringRef name,
 /// is if the stamped op is not between its start and its wait (the IR
 /// changed since the plan), and moves only as far as the ops it crosses
 /// commute with it. Sets `found` if the step has any stamp.
+/// Removes offload-plan's placement stamps from `step`.
+static void dropRecordedPlacements(const TrainingStep &step) {
+  for (FunctionOpInterface function : {step.getForward(), step.getBackward()})
+    for (Operation &op : function.getFunctionBody().front()) {
+      op.removeAttr(OffloadDialect::kLoadStartsAttrName);
+      op.removeAttr(OffloadDialect::kOffloadWaitsAttrName);
+    }
+}
+
 static LogicalResult placeAsRecorded(const TrainingStep &step,
                                      const StepModel &model, bool &found) {
   unsigned numSaved = step.getNumSaved();
@@ -270,10 +281,95 @@ static LogicalResult placeAsRecorded(const TrainingStep &step,
   return success();
 }
 
+static LogicalResult placeCopies(const TrainingStep &step,
+                                 const CostModel &costModel,
+                                 const ExecutionModel &execution,
+                                 int64_t maxInflightBytes);
+
+/// Makes the IR's copy groups: the copies StepModel::coalesceCopies groups
+/// on the IR as it is become one offload.offload_group_start or
+/// offload.load_group_start where the group's first start is. A member
+/// whose source is not defined above that point ends its group early.
+static LogicalResult formCopyGroups(const TrainingStep &step,
+                                    const CostModel &costModel,
+                                    const ExecutionModel &execution) {
+  FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
+  if (failed(model))
+    return failure();
+  CopyPlan plan = model->getPlanInIR();
+  SmallVector<Operation *> startOf;
+  for (const PlannedCopy &copy : plan.copies)
+    startOf.push_back(model->getOp(copy.issuePos));
+  for (PlannedCopy::Kind kind :
+       {PlannedCopy::Kind::Offload, PlannedCopy::Kind::Load})
+    model->coalesceCopies(plan, execution.coalesceBelow, kind);
+  llvm::MapVector<unsigned, SmallVector<unsigned>> groups;
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.groupLeader >= 0)
+      groups[copy.groupLeader].push_back(index);
+
+  OpBuilder builder(step.getForward()->getContext());
+  for (auto &[leader, others] : groups) {
+    Operation *first = startOf[leader];
+    SmallVector<Operation *> members = {first};
+    for (unsigned other : others) {
+      Operation *start = startOf[other];
+      Value source = start->getOperand(0);
+      Operation *def = source.getDefiningOp();
+      if (def && (def->getBlock() != first->getBlock() ||
+                  !def->isBeforeInBlock(first)))
+        break;
+      members.push_back(start);
+    }
+    if (members.size() < 2 ||
+        llvm::any_of(members, [](Operation *op) {
+          return !isa<OffloadStartOp, LoadStartOp>(op);
+        }))
+      continue;
+    SmallVector<Value> sources, futures;
+    SmallVector<Type> futureTypes;
+    for (Operation *start : members) {
+      sources.push_back(start->getOperand(0));
+      futures.push_back(start->getResult(0));
+      futureTypes.push_back(start->getResult(0).getType());
+    }
+    builder.setInsertionPoint(first);
+    Operation *group;
+    if (isa<OffloadStartOp>(first))
+      group = OffloadGroupStartOp::create(builder, first->getLoc(),
+                                          TypeRange(futureTypes),
+                                          ValueRange(sources),
+                                          /*release_source=*/false);
+    else
+      group = LoadGroupStartOp::create(builder, first->getLoc(),
+                                       TypeRange(futureTypes),
+                                       ValueRange(sources));
+    for (auto [future, result] : llvm::zip_equal(futures, group->getResults()))
+      future.replaceAllUsesWith(result);
+    for (Operation *start : members)
+      start->erase();
+  }
+  return success();
+}
+
 static LogicalResult scheduleStep(const TrainingStep &step,
                                   const CostModel &costModel,
                                   const ExecutionModel &execution,
-                                  int64_t maxInflightBytes) {
+                                  int64_t maxInflightBytes, bool useRecorded) {
+  if (!useRecorded)
+    dropRecordedPlacements(step);
+  if (failed(placeCopies(step, costModel, execution, maxInflightBytes)))
+    return failure();
+  if (execution.coalesceBelow > 0)
+    return formCopyGroups(step, costModel, execution);
+  return success();
+}
+
+/// Splits the copies of `step` and places their starts and waits.
+static LogicalResult placeCopies(const TrainingStep &step,
+                                 const CostModel &costModel,
+                                 const ExecutionModel &execution,
+                                 int64_t maxInflightBytes) {
   splitCopies(step.getForward().getFunctionBody().front());
   splitCopies(step.getBackward().getFunctionBody().front());
 
@@ -288,6 +384,15 @@ static LogicalResult scheduleStep(const TrainingStep &step,
   if (recorded)
     return success();
   CopyPlan plan = model->getPlanInIR();
+  // Where each copy starts now (grouping moves a copy's issue position to
+  // its group's).
+  SmallVector<Operation *> startOf;
+  for (const PlannedCopy &copy : plan.copies)
+    startOf.push_back(model->getOp(copy.issuePos));
+  // Offloads that will move as one transfer end together: their waits are
+  // placed for that (as StepModel::planFor does).
+  model->coalesceCopies(plan, execution.coalesceBelow,
+                        PlannedCopy::Kind::Offload);
   SmallVector<std::pair<unsigned, LoadStartOp>> loads;
   for (auto [index, copy] : llvm::enumerate(plan.copies))
     if (copy.kind == PlannedCopy::Kind::Load)
@@ -333,7 +438,7 @@ static LogicalResult scheduleStep(const TrainingStep &step,
     if (target != start)
       moveOpBefore(start, target->getIterator());
   }
-  moveOffloadWaits(*model, plan);
+  moveOffloadWaits(*model, plan, startOf);
   return success();
 }
 
@@ -365,12 +470,17 @@ struct ScheduleCopies
                          maxInflightBytes, getOperation());
     if (failed(cap))
       return signalPassFailure();
+    FailureOr<int64_t> coalesce =
+        parseBytesOption("coalesce-below", coalesceBelow, getOperation());
+    if (failed(coalesce))
+      return signalPassFailure();
+    execution.coalesceBelow = *coalesce;
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(scheduleStep(step, costModel, execution, *cap)))
+      if (failed(scheduleStep(step, costModel, execution, *cap, useRecorded)))
         return signalPassFailure();
   }
 };

@@ -61,7 +61,10 @@ choice); min-bytes=0+inflight (min-bytes=0 schedule=true
 max-inflight-bytes=16KiB); schedule+at-wait (schedule=true
 release=at-wait, the PyTorch bridge's release); hidden+schedule
 (plan=hidden schedule=true); bridge (plan=hidden schedule=true
-release=at-wait fuse-memory-bound=true, the bridge's default). offload-opt runs with glibc poisoning freed
+release=at-wait fuse-memory-bound=true, the bridge's default); coalesce
+(plan=hidden schedule=true min-bytes=0 coalesce-below=1MiB: small copies
+issued at one point move as one transfer); coalesce+at-wait (schedule=true
+min-bytes=0 coalesce-below=1MiB release=at-wait, without a plan). offload-opt runs with glibc poisoning freed
 memory (`--no-poison` turns it off), so reading freed memory crashes.
 
 Pure Python 3 standard library.
@@ -573,7 +576,20 @@ _OPNAME = re.compile(r"^\s*(?:%[\w$.\-]+(?::\d+)?(?:\s*,\s*%[\w$.\-]+(?::\d+)?)*
                      r"([A-Za-z_][\w.]*)")
 
 COPY_OPS = ("offload.offload_to_cpu", "offload.offload_start", "offload.load_to_gpu",
-            "offload.load_start", "offload.wait")
+            "offload.load_start", "offload.wait", "offload.offload_group_start",
+            "offload.load_group_start")
+GROUP_STARTS = ("offload.offload_group_start", "offload.load_group_start")
+_MULTI_DEF = re.compile(r"^\s*(%[\w$.\-]+):(\d+)\s*=")
+_WAITED = re.compile(r"offload\.wait (%[\w$.\-]+(?:#\d+)?)")
+
+
+def futures_of(op: "Op") -> list[str]:
+    """The futures a copy start defines, as its waits name them: `%f` for a
+    single start, `%f#0`, `%f#1`, ... for a group's."""
+    m = _MULTI_DEF.match(op.text)
+    if op.name in GROUP_STARTS and m:
+        return [f"{m.group(1)}#{i}" for i in range(int(m.group(2)))]
+    return op.results[:1]
 
 
 class Op:
@@ -801,12 +817,14 @@ def check_function(f: Func) -> list[str]:
     waits: dict[str, list[Op]] = {}
     starts = {}
     for op in f.ops:
-        if op.name in ("offload.offload_start", "offload.load_start"):
-            starts[op.results[0]] = op
+        if op.name in ("offload.offload_start", "offload.load_start") + GROUP_STARTS:
+            for fut in futures_of(op):
+                starts[fut] = op
         elif op.name == "offload.wait":
-            waits.setdefault(op.operands()[0], []).append(op)
+            waits.setdefault(_WAITED.search(op.text).group(1), []).append(op)
         for text in op.lines[1:]:
-            if re.search(r"\boffload\.(offload_start|load_start|wait)\b", text):
+            if re.search(r"\boffload\.(offload_start|load_start|offload_group_start|"
+                         r"load_group_start|wait)\b", text):
                 problems.append(f"@{f.name} op #{op.pos}: an async copy or wait "
                                 "inside a region")
     for fut, start in starts.items():
@@ -867,10 +885,12 @@ def check_offload_placement(fwd: Func) -> list[str]:
     closure_of: dict[str, set] = {}
     for v in list(defs) + [a for a, _ in fwd.args]:
         closure_of.setdefault(root_of(v), set()).add(v)
-    for op in fwd.ops:
-        if op.name not in ("offload.offload_to_cpu", "offload.offload_start"):
-            continue
-        src = op.operands()[0]
+    offloads = [(op, src) for op in fwd.ops
+                if op.name in ("offload.offload_to_cpu", "offload.offload_start",
+                               "offload.offload_group_start")
+                for src in (op.operands() if op.name in GROUP_STARTS
+                            else op.operands()[:1])]
+    for op, src in offloads:
         storage = closure_of.get(root_of(src), {src})
         readers = [o for o in fwd.ops if o.name not in COPY_OPS and o.name not in
                    ("return", "func.return") and storage & set(o.uses)]
@@ -896,7 +916,8 @@ def check_loads(bwd: Func, n_saved: int) -> list[str]:
         if not is_host(ty):
             continue
         loads = [o for o in bwd.ops if arg in o.uses]
-        bad = [o for o in loads if o.name not in ("offload.load_to_gpu", "offload.load_start")]
+        bad = [o for o in loads if o.name not in ("offload.load_to_gpu", "offload.load_start",
+                                                  "offload.load_group_start")]
         if bad:
             problems.append(f"@{bwd.name} host argument {arg} is read by op #{bad[0].pos} "
                             f"({bad[0].name})")
@@ -907,9 +928,10 @@ def check_loads(bwd: Func, n_saved: int) -> list[str]:
             continue
         load = loads[0]
         value_op = load
-        if load.name == "offload.load_start":
+        if load.name in ("offload.load_start", "offload.load_group_start"):
+            fut = futures_of(load)[load.operands().index(arg)]
             value_op = next((o for o in bwd.ops if o.name == "offload.wait"
-                             and load.results[0] in o.uses), None)
+                             and _WAITED.search(o.text).group(1) == fut), None)
             if value_op is None:
                 continue  # reported by check_function
         value = value_op.results[0]
@@ -942,7 +964,8 @@ MAX_SLOWDOWN = 0.0
 
 # Where each option of --offload-activations goes in the explicit pipeline.
 _FIND_OPTIONS = {"min-bytes"}
-_PLAN_OPTIONS = {"plan", "budget", "max-slowdown", "schedule", "max-inflight-bytes"}
+_PLAN_OPTIONS = {"plan", "budget", "max-slowdown", "schedule", "max-inflight-bytes",
+                 "coalesce-below"}
 _MODEL_OPTIONS = {"device-profile", "release", "fuse-memory-bound"}
 
 
@@ -969,8 +992,10 @@ def sync_twin_pipeline(options: str) -> str:
         passes.append(with_options("offload-plan", _PLAN_OPTIONS | _MODEL_OPTIONS))
     passes += ["offload-insert-offloads", "offload-reorder-backward", "offload-insert-loads"]
     if opts.get("release") == "at-wait":
+        # use-recorded=false: the planner's placements (it planned with
+        # the options' schedule) would hoist the loads.
         passes.append(with_options("offload-schedule-copies", _MODEL_OPTIONS,
-                                   ("max-inflight-bytes=1",)))
+                                   ("max-inflight-bytes=1", "use-recorded=false")))
     # output=-: the report on stdout (the IR goes to -o), not stderr.
     passes.append(with_options("offload-report", _MODEL_OPTIONS, ("format=json", "output=-")))
     return "builtin.module(" + ",".join(passes) + ")"
@@ -1012,6 +1037,11 @@ CONFIGS = [
     # What the PyTorch bridge runs by default.
     Config("bridge", "plan=hidden schedule=true release=at-wait fuse-memory-bound=true",
            hidden=True),
+    # Small copies issued at one point move as one transfer.
+    Config("coalesce", "plan=hidden schedule=true min-bytes=0 coalesce-below=1MiB",
+           hidden=True),
+    Config("coalesce+at-wait", "schedule=true min-bytes=0 coalesce-below=1MiB "
+           "release=at-wait"),
 ]
 
 
@@ -1150,7 +1180,8 @@ def check_module(opt: str, seed: int, index: int, work: str, failures: str | Non
         host = sum(1 for e in step["saved"] if e["offloaded"])
         if host != step["offloaded_values"]:
             violate("report's offloaded_values disagrees with its entries")
-        n_host = len(re.findall(r"offload\.(?:offload_to_cpu|offload_start) ", result))
+        n_host = len(re.findall(r"offload\.(?:offload_to_cpu|offload_start|"
+                                r"offload_group_start) ", result))
         if (host == 0) != (n_host == 0):
             violate(f"report says {host} offloaded values, the IR has {n_host} offloads")
         if config.budget and after > limit:

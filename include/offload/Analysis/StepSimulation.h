@@ -64,6 +64,9 @@ struct ExecutionModel {
   /// of its copy time more than the model needs: slack for a link or a
   /// compute stream that runs off the model. The memory bounds stay.
   double loadLead = 0;
+  /// With scheduled copies: copies of fewer bytes than this issued at one
+  /// point move as one transfer (StepModel::coalesceCopies); 0: never.
+  int64_t coalesceBelow = 0;
 };
 
 /// One copy over the host link.
@@ -83,6 +86,12 @@ struct PlannedCopy {
   /// Copies issued before the same op go to their stream in this order (the
   /// order of their ops in the IR).
   int64_t sequence = 0;
+  /// In a group of copies moved as one transfer (offload_group_start,
+  /// load_group_start; StepModel::coalesceCopies): the group's first copy,
+  /// for each of the others; -1 otherwise. A group pays the link's latency
+  /// once, its copies go to the stream one after the other, and all of them
+  /// complete when the last one does.
+  int groupLeader = -1;
 };
 
 /// Which saved values move, and where their copies are.
@@ -154,6 +163,23 @@ public:
   /// Forward then never stalls on an offload before its end. With
   /// release=at-wait each wait then goes down further (sinkOffloadWaits).
   void placeOffloadWaits(CopyPlan &plan) const;
+  /// Groups the copies of `kind` in `plan` that move as one transfer
+  /// (PlannedCopy::groupLeader): copies issued at one point (before the
+  /// same op that is no copy or wait, nor for loads a view; getIssueSlot),
+  /// next to each
+  /// other on their stream, each of at least one and fewer than `maxBytes`
+  /// bytes, and, for loads, all waited at that point or all later (a load
+  /// needed at once is not held back by one started ahead of its use). A
+  /// group's copies are issued where its first one is. Nothing with
+  /// `maxBytes` <= 0. offload-schedule-copies forms the IR's groups
+  /// (offload.offload_group_start, offload.load_group_start) with this, and
+  /// planFor predicts them with it.
+  void coalesceCopies(CopyPlan &plan, int64_t maxBytes,
+                      PlannedCopy::Kind kind) const;
+  /// The first position at or after `pos` whose op is no copy start or
+  /// wait, nor (with `pastViews`) a view; the number of ops if none. Copies
+  /// issued anywhere from `pos` up to it are issued at one point in time.
+  unsigned getIssueSlot(unsigned pos, bool pastViews) const;
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
   /// the compute stream alone, its copy ends before its wait (the H2D stream

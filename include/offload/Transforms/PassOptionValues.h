@@ -76,6 +76,10 @@ inline constexpr double kCopyMargin = 0.05;
 inline constexpr bool kSchedule = true;
 /// `max-inflight-bytes`, parsed by offload_support::parseByteSize.
 inline constexpr const char kMaxInflightBytes[] = "2GiB";
+/// `coalesce-below`, parsed by offload_support::parseByteSize: scheduled
+/// copies smaller than this issued at one point move as one transfer; "0"
+/// never. Off until measured on the GPU through the compiled path.
+inline constexpr const char kCoalesceBelow[] = "0";
 inline constexpr ExecutionModel::Release kRelease =
     ExecutionModel::Release::AfterCopy;
 inline constexpr bool kFuseMemoryBound = false;

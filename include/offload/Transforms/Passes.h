@@ -80,6 +80,13 @@ struct OffloadPipelineOptions
       *this, "max-inflight-bytes",
       llvm::cl::desc("Most bytes of loads started and not yet waited"),
       llvm::cl::init(defaults::kMaxInflightBytes)};
+  PassOptions::Option<std::string> coalesceBelow{
+      *this, "coalesce-below",
+      llvm::cl::desc("With schedule=true: copies smaller than this (a byte "
+                     "size; 0: none) issued at one point move as one "
+                     "transfer (offload.offload_group_start, "
+                     "offload.load_group_start)"),
+      llvm::cl::init(defaults::kCoalesceBelow)};
   PassOptions::Option<std::string> deviceProfile{
       *this, "device-profile",
       llvm::cl::desc("JSON device profile for the cost model"),

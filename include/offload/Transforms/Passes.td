@@ -239,6 +239,14 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
            "Hoist each load start this fraction of its copy time earlier "
            "than the model needs, where memory allows">,
+    Option<"coalesceBelow", "coalesce-below", "std::string",
+           /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
+           "Copies smaller than this (a byte size; 0: none) issued at one "
+           "point become one offload_group_start or load_group_start">,
+    Option<"useRecorded", "use-recorded", "bool", /*default=*/"true",
+           "Place copies where offload-plan recorded them, if it did; "
+           "false: derive the placements with this pass's options (the "
+           "stamps are removed either way)">,
   ]);
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -302,6 +310,11 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
            /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
            "In-flight load bytes limit the prediction assumes">,
+    Option<"coalesceBelow", "coalesce-below", "std::string",
+           /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
+           "Predict copies smaller than this (a byte size; 0: none) issued "
+           "at one point as one transfer, as offload-schedule-copies groups "
+           "them">,
   ]);
 }
 

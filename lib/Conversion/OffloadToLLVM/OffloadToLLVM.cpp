@@ -72,6 +72,16 @@ const RuntimeFunction kReleaseSource = {
 const RuntimeFunction kFreeHost = {"offload_rt_mlir_free_host",
                                    RuntimeFunction::Void,
                                    {RuntimeFunction::Ptr}};
+const RuntimeFunction kOffloadGroupStart = {
+    "offload_rt_mlir_offload_group_start",
+    RuntimeFunction::Void,
+    {RuntimeFunction::I64, RuntimeFunction::Ptr, RuntimeFunction::Ptr,
+     RuntimeFunction::Ptr, RuntimeFunction::Ptr}};
+const RuntimeFunction kLoadGroupStart = {
+    "offload_rt_mlir_load_group_start",
+    RuntimeFunction::Void,
+    {RuntimeFunction::I64, RuntimeFunction::Ptr, RuntimeFunction::Ptr,
+     RuntimeFunction::Ptr, RuntimeFunction::Ptr}};
 
 Value callRuntime(ConversionPatternRewriter &rewriter, Operation *op,
                   const RuntimeFunction &fn, ValueRange args) {
@@ -214,6 +224,117 @@ protected:
   }
 };
 
+/// offload_group_start and load_group_start on buffers: one runtime call
+/// for the group, given arrays (on the stack) of the members' pointers and
+/// byte counts, which fills an array of their handles (offloads) or tokens
+/// (loads); each member then becomes what a single start of it becomes.
+template <typename GroupOp>
+class GroupLowering : public ConvertOpToLLVMPattern<GroupOp> {
+public:
+  using ConvertOpToLLVMPattern<GroupOp>::ConvertOpToLLVMPattern;
+  using OpAdaptor = typename GroupOp::Adaptor;
+  static constexpr bool kOffload = std::is_same_v<GroupOp, OffloadGroupStartOp>;
+
+  LogicalResult
+  matchAndRewrite(GroupOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    Type i64 = rewriter.getI64Type();
+    Type indexType = this->getIndexType();
+    struct Member {
+      MemRefDescriptor source;
+      MemRefType sourceType, resultType;
+      Value pointer, bytes;
+      SmallVector<Value> sizes, strides;
+    };
+    SmallVector<Member> members;
+    for (auto [source, converted, future] : llvm::zip_equal(
+             op.getSources(), adaptor.getSources(), op.getFutures())) {
+      auto sourceType = dyn_cast<MemRefType>(source.getType());
+      if (!sourceType)
+        return rewriter.notifyMatchFailure(op, "not bufferized");
+      auto resultType = cast<MemRefType>(
+          cast<FutureLikeType>(future.getType()).getValueType());
+      if (!this->getTypeConverter()->convertType(sourceType) ||
+          !this->getTypeConverter()->convertType(resultType))
+        return rewriter.notifyMatchFailure(op, "memref type not convertible");
+      std::optional<int64_t> elementBytes = getElementStorageBytes(
+          sourceType.getElementType(),
+          this->getTypeConverter()->getIndexTypeBitwidth());
+      if (!elementBytes)
+        return rewriter.notifyMatchFailure(op, "element size unknown");
+      Member member{MemRefDescriptor(converted), sourceType, resultType,
+                    Value(), Value(), {}, {}};
+      SmallVector<Value> dynamicSizes;
+      for (auto [i, size] : llvm::enumerate(sourceType.getShape()))
+        if (ShapedType::isDynamic(size))
+          dynamicSizes.push_back(member.source.size(rewriter, loc, i));
+      Value numElements;
+      this->getMemRefDescriptorSizes(loc, sourceType, dynamicSizes, rewriter,
+                                     member.sizes, member.strides, numElements,
+                                     /*sizeInBytes=*/false);
+      member.bytes = LLVM::MulOp::create(
+          rewriter, loc, indexType, numElements,
+          this->createIndexAttrConstant(rewriter, loc, indexType,
+                                        *elementBytes));
+      // An offload copies from the source's data; a load from the host
+      // buffer's handle (its allocated pointer).
+      member.pointer =
+          kOffload ? member.source.bufferPtr(rewriter, loc,
+                                             *this->getTypeConverter(),
+                                             sourceType)
+                   : member.source.allocatedPtr(rewriter, loc);
+      members.push_back(std::move(member));
+    }
+
+    int64_t n = members.size();
+    Value count = LLVM::ConstantOp::create(rewriter, loc, i64,
+                                           rewriter.getI64IntegerAttr(n));
+    auto stackArray = [&](Type element) -> Value {
+      return LLVM::AllocaOp::create(rewriter, loc, ptrType, element, count);
+    };
+    Value pointers = stackArray(ptrType);
+    Value sizes = stackArray(i64);
+    Value outputs = stackArray(ptrType);
+    auto slot = [&](Value array, Type element, int64_t i) {
+      return LLVM::GEPOp::create(rewriter, loc, ptrType, element, array,
+                                 ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    };
+    for (auto [i, member] : llvm::enumerate(members)) {
+      LLVM::StoreOp::create(rewriter, loc, member.pointer,
+                            slot(pointers, ptrType, i));
+      Value bytes = member.bytes;
+      if (indexType != i64)
+        bytes = LLVM::ZExtOp::create(rewriter, loc, i64, bytes);
+      LLVM::StoreOp::create(rewriter, loc, bytes, slot(sizes, i64, i));
+    }
+    Value stream = callRuntime(rewriter, op, kComputeStream, {});
+    callRuntime(rewriter, op, kOffload ? kOffloadGroupStart : kLoadGroupStart,
+                {count, pointers, sizes, stream, outputs});
+
+    SmallVector<Value> results;
+    for (auto [i, member] : llvm::enumerate(members)) {
+      Value output =
+          LLVM::LoadOp::create(rewriter, loc, ptrType, slot(outputs, ptrType, i));
+      Value allocated = output, aligned = output;
+      if constexpr (kOffload) {
+        if (op.getReleaseSource())
+          callRuntime(rewriter, op, kReleaseSource,
+                      {output, member.source.allocatedPtr(rewriter, loc),
+                       member.pointer});
+        aligned = callRuntime(rewriter, op, kHostData, {output});
+      }
+      results.push_back(this->createMemRefDescriptor(
+          loc, member.resultType, allocated, aligned, member.sizes,
+          member.strides, rewriter));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 /// wait on a future of a buffer. An offload's future already is the host
 /// buffer: the compute stream never waits for an offload. A load's wait makes
 /// the compute stream wait and puts the device buffer into the descriptor.
@@ -284,8 +405,9 @@ void mlir::offload::populateOffloadToLLVMConversionPatterns(
       });
   patterns.add<OffloadLowering<OffloadBufferOp>,
                OffloadLowering<OffloadStartOp>, LoadLowering<LoadBufferOp>,
-               LoadLowering<LoadStartOp>, WaitLowering, HostDeallocLowering>(
-      typeConverter);
+               LoadLowering<LoadStartOp>, GroupLowering<OffloadGroupStartOp>,
+               GroupLowering<LoadGroupStartOp>, WaitLowering,
+               HostDeallocLowering>(typeConverter);
 }
 
 namespace {
@@ -357,12 +479,13 @@ static LogicalResult checkLowerable(Operation *op) {
   // source is copied right (the verifier checks it too; this also guards
   // other users of the patterns, as isConvertibleAndHasIdentityMaps does
   // upstream).
-  if (isa<OffloadBufferOp, OffloadStartOp>(op))
-    if (auto source = dyn_cast<MemRefType>(op->getOperand(0).getType());
-        source && !isContiguousMemRef(source))
-      return op->emitError() << "cannot lower '" << op->getName()
-                             << "': source " << source
-                             << " is not contiguous";
+  if (isa<OffloadBufferOp, OffloadStartOp, OffloadGroupStartOp>(op))
+    for (Type type : op->getOperandTypes())
+      if (auto source = dyn_cast<MemRefType>(type);
+          source && !isContiguousMemRef(source))
+        return op->emitError() << "cannot lower '" << op->getName()
+                               << "': source " << source
+                               << " is not contiguous";
   for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
                                             op->getResultTypes())) {
     MemRefType buffer = getBufferType(type);
@@ -405,7 +528,8 @@ struct ConvertOffloadToLLVM
     ConversionTarget target(*ctx);
     target.addLegalDialect<LLVM::LLVMDialect>();
     target.addIllegalOp<OffloadBufferOp, LoadBufferOp, OffloadStartOp,
-                        LoadStartOp, WaitOp>();
+                        LoadStartOp, OffloadGroupStartOp, LoadGroupStartOp,
+                        WaitOp>();
     target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
       return !isHostMemRefType(op.getMemref().getType());
     });

@@ -191,3 +191,45 @@ func.func @free_strided_host(%h: memref<4xf32, strided<[1], offset: ?>, #offload
   memref.dealloc %h : memref<4xf32, strided<[1], offset: ?>, #offload.host>
   return
 }
+
+// -----
+
+// A copy group: one runtime call for all members, with stack arrays of
+// their pointers and byte counts; it fills an array of handles (offloads)
+// or tokens (loads), and each member then becomes what a single start of it
+// becomes (release_source and host_data per offloaded member; a load's
+// token waited by its own wait).
+// CHECK-LABEL: func @groups
+// CHECK: %[[N:.*]] = llvm.mlir.constant(2 : i64) : i64
+// CHECK: %[[PTRS:.*]] = llvm.alloca %[[N]] x !llvm.ptr
+// CHECK: %[[SIZES:.*]] = llvm.alloca %[[N]] x i64
+// CHECK: %[[OUT:.*]] = llvm.alloca %[[N]] x !llvm.ptr
+// CHECK-COUNT-2: llvm.store
+// CHECK: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
+// CHECK-NEXT: llvm.call @offload_rt_mlir_offload_group_start(%[[N]], %[[PTRS]], %[[SIZES]], %[[S]], %[[OUT]]) : (i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK: %[[H0:.*]] = llvm.load
+// CHECK: llvm.call @offload_rt_mlir_release_source(%[[H0]],
+// CHECK: llvm.call @offload_rt_mlir_host_data(%[[H0]])
+// CHECK: %[[H1:.*]] = llvm.load
+// CHECK: llvm.call @offload_rt_mlir_release_source(%[[H1]],
+// CHECK: llvm.call @offload_rt_mlir_host_data(%[[H1]])
+// CHECK: llvm.call @offload_rt_mlir_load_group_start(
+// CHECK: %[[T0:.*]] = llvm.load
+// CHECK: llvm.insertvalue %[[T0]], %{{.*}}[0]
+// CHECK: %[[T1:.*]] = llvm.load
+// CHECK: llvm.insertvalue %[[T1]], %{{.*}}[0]
+// CHECK-COUNT-2: llvm.call @offload_rt_mlir_wait(
+// CHECK-COUNT-2: llvm.call @offload_rt_mlir_free_host
+func.func @groups(%a: memref<4xf32>, %b: memref<2x8xbf16>) -> (memref<4xf32>, memref<2x8xbf16>) {
+  %f:2 = offload.offload_group_start %a, %b release_source : memref<4xf32>, memref<2x8xbf16>
+      -> !offload.buffer_future<memref<4xf32, #offload.host>>, !offload.buffer_future<memref<2x8xbf16, #offload.host>>
+  %ha = offload.wait %f#0 : !offload.buffer_future<memref<4xf32, #offload.host>>
+  %hb = offload.wait %f#1 : !offload.buffer_future<memref<2x8xbf16, #offload.host>>
+  %g:2 = offload.load_group_start %ha, %hb : memref<4xf32, #offload.host>, memref<2x8xbf16, #offload.host>
+      -> !offload.buffer_future<memref<4xf32>>, !offload.buffer_future<memref<2x8xbf16>>
+  %la = offload.wait %g#0 : !offload.buffer_future<memref<4xf32>>
+  %lb = offload.wait %g#1 : !offload.buffer_future<memref<2x8xbf16>>
+  memref.dealloc %ha : memref<4xf32, #offload.host>
+  memref.dealloc %hb : memref<2x8xbf16, #offload.host>
+  return %la, %lb : memref<4xf32>, memref<2x8xbf16>
+}

@@ -209,6 +209,90 @@ LogicalResult LoadStartOp::verify() {
   return success();
 }
 
+Value mlir::offload::getStartedCopySource(Value future) {
+  auto result = dyn_cast<OpResult>(future);
+  if (!result)
+    return nullptr;
+  Operation *op = result.getOwner();
+  if (auto start = dyn_cast<OffloadStartOp>(op))
+    return start.getSource();
+  if (auto start = dyn_cast<LoadStartOp>(op))
+    return start.getSource();
+  if (auto group = dyn_cast<OffloadGroupStartOp>(op))
+    return group.getSources()[result.getResultNumber()];
+  if (auto group = dyn_cast<LoadGroupStartOp>(op))
+    return group.getSources()[result.getResultNumber()];
+  return nullptr;
+}
+
+/// A group's members pair up (as many futures as sources) and there are at
+/// least two of them (one copy is an offload_start or a load_start).
+static LogicalResult verifyGroupShape(Operation *op, ValueRange sources,
+                                      ValueRange futures) {
+  if (sources.size() != futures.size())
+    return op->emitOpError() << "has " << sources.size() << " sources but "
+                             << futures.size() << " futures";
+  if (sources.size() < 2)
+    return op->emitOpError()
+           << "groups at least two copies; one copy is a single start";
+  return success();
+}
+
+void OffloadGroupStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (auto [future, source] :
+       llvm::zip_equal(getFutures(), getSourcesMutable())) {
+    getStartEffects(future, source, effects);
+    if (isa<BaseMemRefType>(source.get().getType()))
+      effects.emplace_back(MemoryEffects::Free::get(), &source,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+void LoadGroupStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (auto [future, source] :
+       llvm::zip_equal(getFutures(), getSourcesMutable()))
+    getStartEffects(future, source, effects);
+}
+
+LogicalResult OffloadGroupStartOp::verify() {
+  if (failed(verifyGroupShape(*this, getSources(), getFutures())))
+    return failure();
+  for (auto [source, future] : llvm::zip_equal(getSources(), getFutures())) {
+    auto futureType = cast<FutureLikeType>(future.getType());
+    if (failed(verifyCopyTypes(*this, source.getType(),
+                               futureType.getValueType())) ||
+        failed(verifyContiguousSource(*this, source.getType())) ||
+        failed(verifyConsumedSource(*this, source, getReleaseSource())) ||
+        failed(verifyFutureUses(*this, future)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult LoadGroupStartOp::verify() {
+  if (failed(verifyGroupShape(*this, getSources(), getFutures())))
+    return failure();
+  for (auto [source, future] : llvm::zip_equal(getSources(), getFutures())) {
+    auto futureType = cast<FutureLikeType>(future.getType());
+    if (failed(verifyCopyTypes(*this, source.getType(),
+                               futureType.getValueType())) ||
+        failed(verifyHostBufferLayout(*this, source.getType())))
+      return failure();
+    FailureOr<unsigned> waits = verifyFutureUses(*this, future);
+    if (failed(waits))
+      return failure();
+    if (*waits == 0)
+      return emitOpError()
+             << "starts a load that is never waited: each future must be read "
+                "by one 'offload.wait' in this block";
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//

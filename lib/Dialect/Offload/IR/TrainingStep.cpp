@@ -162,7 +162,7 @@ BlockArgument TrainingStep::getBackwardArgument(unsigned i) const {
 
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {
   WalkResult result = region.walk([](Operation *op) {
-    if (isa<LoadToGpuOp, LoadStartOp, CallOpInterface>(op) ||
+    if (isa<LoadToGpuOp, CallOpInterface>(op) || isLoadStart(op) ||
         op->hasTrait<OpTrait::IsTerminator>())
       return WalkResult::advance();
     for (OpOperand &operand : op->getOpOperands()) {

@@ -72,7 +72,65 @@ static bool isAllocation(Value value) {
          effects.getEffectOnValue<MemoryEffects::Allocate>(value).has_value();
 }
 
+/// Hands `source`, consumed by the device-to-host copy `op`, to the runtime:
+/// taken over if this block owns it, is its allocation and nothing uses it
+/// later; else a private copy is made and consumed instead. Returns the
+/// value the op consumes.
+static Value takeOverSource(Operation *op, Value source, OpBuilder &builder,
+                            DeallocationState &state) {
+  Block *block = op->getBlock();
+  Location loc = op->getLoc();
+  Ownership ownership = state.getOwnership(source, block);
+  bool owned = ownership.isUnique() &&
+               matchPattern(ownership.getIndicator(), m_One());
+  if (owned && isAllocation(source) && !isUsedAfter(source, op)) {
+    // Taken over: released by the runtime behind the copy, never here.
+    state.dropMemrefToDeallocate(source, block);
+    state.resetOwnerships(source, block);
+    state.updateOwnership(source, boolConstant(builder, loc, false), block);
+    return source;
+  }
+  // Not ours to free: consume a private copy. The original keeps its
+  // ownership and is deallocated (or not) as before.
+  auto sourceType = cast<MemRefType>(source.getType());
+  auto copyType = MemRefType::get(sourceType.getShape(),
+                                  sourceType.getElementType(),
+                                  MemRefLayoutAttrInterface(),
+                                  sourceType.getMemorySpace());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < sourceType.getRank(); ++dim)
+    if (sourceType.isDynamicDim(dim))
+      dynamicSizes.push_back(memref::DimOp::create(builder, loc, source, dim));
+  Value copy = memref::AllocOp::create(builder, loc, copyType, dynamicSizes);
+  memref::CopyOp::create(builder, loc, source, copy);
+  state.updateOwnership(copy, boolConstant(builder, loc, false), block);
+  return copy;
+}
+
 namespace {
+/// offload_group_start on buffers: each source as ConsumeSourceModel's.
+struct ConsumeGroupSourcesModel
+    : public BufferDeallocationOpInterface::ExternalModel<
+          ConsumeGroupSourcesModel, OffloadGroupStartOp> {
+  FailureOr<Operation *> process(Operation *operation, DeallocationState &state,
+                                 const DeallocationOptions &options) const {
+    auto op = cast<OffloadGroupStartOp>(operation);
+    if (llvm::any_of(op.getSources(), [](Value source) {
+          return !isa<MemRefType>(source.getType());
+        }))
+      return op->emitOpError()
+             << "on a tensor reached buffer deallocation; bufferize first";
+    if (op.getReleaseSource())
+      return op->emitOpError()
+             << "already releases its sources: run buffer deallocation once";
+    OpBuilder builder(op);
+    for (OpOperand &source : op.getSourcesMutable())
+      source.set(takeOverSource(op, source.get(), builder, state));
+    op.setReleaseSource(true);
+    return op.getOperation();
+  }
+};
+
 template <typename OpTy>
 struct ConsumeSourceModel
     : public BufferDeallocationOpInterface::ExternalModel<
@@ -143,5 +201,6 @@ void mlir::offload::registerBufferDeallocationOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, OffloadDialect *) {
     OffloadBufferOp::attachInterface<ConsumeSourceModel<OffloadBufferOp>>(*ctx);
     OffloadStartOp::attachInterface<ConsumeSourceModel<OffloadStartOp>>(*ctx);
+    OffloadGroupStartOp::attachInterface<ConsumeGroupSourcesModel>(*ctx);
   });
 }

@@ -109,8 +109,9 @@ namespace {
 /// True for the device-to-host copies: on buffers they consume their source
 /// (offload.offload_buffer).
 template <typename OpTy>
-constexpr bool kConsumesSource =
-    std::is_same_v<OpTy, OffloadToCpuOp> || std::is_same_v<OpTy, OffloadStartOp>;
+constexpr bool kConsumesSource = std::is_same_v<OpTy, OffloadToCpuOp> ||
+                                 std::is_same_v<OpTy, OffloadStartOp> ||
+                                 std::is_same_v<OpTy, OffloadGroupStartOp>;
 
 /// Common answers of ops that read their tensor operand into new memory.
 /// A device-to-host copy also counts as writing its operand: its buffer form
@@ -242,6 +243,59 @@ struct StartOpInterface
   }
 };
 
+/// offload_group_start / load_group_start on tensors -> the same op on their
+/// buffers (each made contiguous first for a device-to-host copy), yielding
+/// futures of buffers.
+template <typename GroupOp>
+struct GroupStartOpInterface
+    : public ReadIntoNewMemory<GroupStartOpInterface<GroupOp>, GroupOp> {
+  FailureOr<BufferLikeType>
+  getBufferType(Operation *op, Value value, const BufferizationOptions &options,
+                const BufferizationState &state,
+                SmallVector<Value> &invocationStack) const {
+    return cast<TensorLikeType>(value.getType())
+        .getBufferType(options, [op] { return op->emitError(); });
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto group = cast<GroupOp>(op);
+    SmallVector<Value> buffers;
+    SmallVector<Type> futureTypes;
+    for (auto [source, future] :
+         llvm::zip_equal(group.getSources(), group.getFutures())) {
+      FailureOr<Value> buffer = getBuffer(rewriter, source, options, state);
+      if (failed(buffer))
+        return failure();
+      if constexpr (kConsumesSource<GroupOp>) {
+        buffer = getContiguousBuffer(rewriter, op->getLoc(), *buffer, options);
+        if (failed(buffer))
+          return failure();
+      }
+      FailureOr<BufferLikeType> bufferType = getCopyBufferType(
+          op,
+          cast<RankedTensorType>(
+              cast<FutureLikeType>(future.getType()).getValueType()),
+          options);
+      if (failed(bufferType))
+        return failure();
+      buffers.push_back(*buffer);
+      futureTypes.push_back(BufferFutureType::get(*bufferType));
+    }
+    rewriter.setInsertionPoint(op);
+    Operation *bufferized;
+    if constexpr (kConsumesSource<GroupOp>)
+      bufferized = GroupOp::create(rewriter, op->getLoc(), TypeRange(futureTypes),
+                                   ValueRange(buffers), /*release_source=*/false);
+    else
+      bufferized = GroupOp::create(rewriter, op->getLoc(), TypeRange(futureTypes),
+                                   ValueRange(buffers));
+    replaceOpWithBufferizedValues(rewriter, op, bufferized->getResults());
+    return success();
+  }
+};
+
 /// wait on a future of a tensor -> wait on the future's buffer, the future
 /// of a buffer that the bufferized start yields. The wait reads its future
 /// and yields new memory (nothing else can reach the buffer a copy fills).
@@ -299,6 +353,10 @@ void mlir::offload::registerBufferizableOpInterfaceExternalModels(
         *ctx);
     OffloadStartOp::attachInterface<StartOpInterface<OffloadStartOp>>(*ctx);
     LoadStartOp::attachInterface<StartOpInterface<LoadStartOp>>(*ctx);
+    OffloadGroupStartOp::attachInterface<
+        GroupStartOpInterface<OffloadGroupStartOp>>(*ctx);
+    LoadGroupStartOp::attachInterface<GroupStartOpInterface<LoadGroupStartOp>>(
+        *ctx);
     WaitOp::attachInterface<WaitOpInterface>(*ctx);
     FutureType::attachInterface<FutureTensorModel>(*ctx);
     BufferFutureType::attachInterface<BufferFutureModel>(*ctx);

@@ -125,4 +125,24 @@ FutureLikeType getFutureType(Type valueType);
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadBufferOps.h.inc"
 
+namespace mlir {
+namespace offload {
+/// True for the ops that start device-to-host copies (offload_start,
+/// offload_group_start) and host-to-device copies (load_start,
+/// load_group_start).
+inline bool isOffloadStart(Operation *op) {
+  return isa_and_nonnull<OffloadStartOp, OffloadGroupStartOp>(op);
+}
+inline bool isLoadStart(Operation *op) {
+  return isa_and_nonnull<LoadStartOp, LoadGroupStartOp>(op);
+}
+inline bool isCopyStart(Operation *op) {
+  return isOffloadStart(op) || isLoadStart(op);
+}
+/// The value whose copy `future` (a result of a copy start, single or
+/// grouped) carries; null for any other value.
+Value getStartedCopySource(Value future);
+} // namespace offload
+} // namespace mlir
+
 #endif // OFFLOAD_DIALECT_OFFLOAD_IR_OFFLOADDIALECT_H

@@ -256,6 +256,68 @@ def Offload_LoadStartOp : Offload_Op<"load_start",
   let hasVerifier = 1;
 }
 
+def Offload_OffloadGroupStartOp : Offload_Op<"offload_group_start",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Starts copying several device tensors to host as one transfer";
+  let description = [{
+    Several `offload.offload_start`s issued at the same point as one
+    transfer: the runtime copies the sources side by side into one pinned
+    block with one batched copy call, paying the per-copy host cost and the
+    link's latency once, and the copies complete together. Each source gets
+    its own future, waited on its own by `offload.wait`. Made by
+    `offload-coalesce-copies` from starts of small copies the cost model
+    issues at one point; every source is as that of `offload.offload_start`
+    (on buffers: contiguous, consumed, and with `release_source` all of them
+    handed to the runtime).
+
+    Example:
+
+    ```mlir
+    %f:2 = offload.offload_group_start %x, %y
+        : tensor<1024xf32>, tensor<256xf32>
+        -> !offload.future<tensor<1024xf32, #offload.host>>,
+           !offload.future<tensor<256xf32, #offload.host>>
+    ```
+  }];
+  let arguments = (ins
+      Variadic<AnyTypeOf<[Offload_DeviceTensor, Offload_DeviceMemRef]>>:$sources,
+      UnitAttr:$release_source);
+  let results = (outs Variadic<Offload_HostFuture>:$futures);
+  let assemblyFormat = [{
+    $sources (`release_source` $release_source^)? attr-dict `:` type($sources)
+    `->` qualified(type($futures))
+  }];
+  let hasVerifier = 1;
+}
+
+def Offload_LoadGroupStartOp : Offload_Op<"load_group_start",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Starts copying several host tensors to device as one transfer";
+  let description = [{
+    Several `offload.load_start`s issued at the same point as one transfer:
+    one batched host-to-device copy call, the per-copy host cost and the
+    link's latency paid once, the copies complete together. Each source
+    gets its own future, and every future must be waited by one
+    `offload.wait` (as for `offload.load_start`). Made by
+    `offload-coalesce-copies`.
+
+    Example:
+
+    ```mlir
+    %f:2 = offload.load_group_start %a, %b
+        : tensor<1024xf32, #offload.host>, tensor<256xf32, #offload.host>
+        -> !offload.future<tensor<1024xf32>>, !offload.future<tensor<256xf32>>
+    ```
+  }];
+  let arguments = (ins
+      Variadic<AnyTypeOf<[Offload_HostTensor, Offload_HostMemRef]>>:$sources);
+  let results = (outs Variadic<Offload_DeviceFuture>:$futures);
+  let assemblyFormat = [{
+    $sources attr-dict `:` type($sources) `->` qualified(type($futures))
+  }];
+  let hasVerifier = 1;
+}
+
 def Offload_WaitOp : Offload_Op<"wait", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     TypesMatchWith<"result type is the value type of the future",
