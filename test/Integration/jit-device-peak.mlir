@@ -17,7 +17,7 @@
 // RUN: offload-opt %s %{bufferize} --buffer-deallocation-pipeline %{lower} \
 // RUN:   | %mlir_runner > %t.plain
 // RUN: FileCheck %s --check-prefixes=CHECK,PLAIN < %t.plain
-// RUN: offload-opt %s --offload-activations="min-bytes=0" %{bufferize} \
+// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=false" %{bufferize} \
 // RUN:   --buffer-deallocation-pipeline %{lower} | %mlir_runner > %t.offloaded
 // RUN: FileCheck %s --check-prefixes=CHECK,OFFLOADED < %t.offloaded
 // The scheduled form (start/wait, through bufferization of the futures) has

@@ -5,6 +5,9 @@
 #   step_{plain,offloaded,scheduled}.o       test/Integration/jit-training-step.mlir
 #   step_peak_{plain,offloaded,scheduled}.o  test/Integration/jit-device-peak.mlir,
 #                                            with -buffer-deallocation-pipeline
+#   step_group_{plain,grouped}.o             test/Integration/jit-copy-groups.mlir,
+#                                            with -buffer-deallocation-pipeline
+#                                            (grouped: copy groups, coalesce-below)
 # (offloaded: synchronous copies; scheduled: schedule=true, start/wait pairs
 # with hoisted loads, through the bufferization of the futures)
 #   build-step-objects.sh OUT_DIR
@@ -26,7 +29,7 @@ build() {
   [ "${3:-}" = --dealloc ] && dealloc=(--buffer-deallocation-pipeline)
   for variant in plain offloaded scheduled; do
     local extra=()
-    [ "$variant" = offloaded ] && extra=(--offload-activations=min-bytes=0)
+    [ "$variant" = offloaded ] && extra=("--offload-activations=min-bytes=0 schedule=false")
     [ "$variant" = scheduled ] && extra=("--offload-activations=min-bytes=0 schedule=true")
     build/bin/offload-opt "$step" "${extra[@]}" "${bufferize[@]}" "${dealloc[@]}" "${lower[@]}" |
       sed -e 's/@main\b/@step_main/' |
@@ -36,5 +39,15 @@ build() {
 }
 build step_ test/Integration/jit-training-step.mlir
 build step_peak_ test/Integration/jit-device-peak.mlir --dealloc
+for variant in plain grouped; do
+  extra=()
+  [ "$variant" = grouped ] &&
+    extra=("--offload-activations=min-bytes=0 schedule=true coalesce-below=1MiB max-inflight-bytes=1")
+  build/bin/offload-opt test/Integration/jit-copy-groups.mlir "${extra[@]}" "${bufferize[@]}" \
+      --buffer-deallocation-pipeline "${lower[@]}" |
+    sed -e 's/@main\b/@step_main/' |
+    "$bin/mlir-translate" --mlir-to-llvmir |
+    "$bin/llc" -O2 -filetype=obj -relocation-model=pic -o "$out/step_group_${variant}.o"
+done
 cp test/Integration/GPU/driver.c test/Integration/GPU/run-on-gpu.sh "$out/"
-echo "wrote $out/step_{,peak_}{plain,offloaded,scheduled}.o"
+echo "wrote $out/step_{,peak_}{plain,offloaded,scheduled}.o $out/step_group_{plain,grouped}.o"

@@ -2,7 +2,7 @@
 # On the GPU machine, from the repository root: builds offload_rt with its
 # CUDA backend, links each compiled step (build-step-objects.sh) with
 # driver.c, runs it on the CUDA backend, and checks that the offloaded steps
-# (synchronous copies, and the scheduled start/wait form) print the same
+# (synchronous copies, the scheduled start/wait form, and copy groups) print the same
 # values as the plain one. For the step lowered with buffer deallocation
 # (step_peak_*) it also checks that each offloaded step's device peak (the
 # runtime's count of the device memory the step allocated) is lower, and
@@ -56,5 +56,17 @@ for variant in offloaded scheduled; do
     echo "step_peak_$variant: FAIL: device memory left in use"; status=1
   fi
 done
+# Copy groups: the same values, both saved values through the group calls,
+# nothing left in use.
+run step_group_plain
+run step_group_grouped
+if diff <(values step_group_plain) <(values step_group_grouped) > "$log/step_group.diff"; then
+  echo "step_group_grouped: same values as without offloading ($(values step_group_plain | wc -l) lines)"
+else
+  echo "step_group_grouped: FAIL: the values differ (see $log/step_group.diff)"; status=1
+fi
+left=$(inuse step_group_grouped)
+echo "step_group_grouped: copies each way:$(grep -E '^ *copies ' "$log/step_group_grouped.err" | tail -1 | tr -s ' ' | cut -d' ' -f3-); $left in use at the end"
+[ "$left" = "0 B" ] || { echo "step_group_grouped: FAIL: device memory left in use"; status=1; }
 [ $status = 0 ] && echo "GPU execution test: PASS" || echo "GPU execution test: FAIL"
 exit $status
