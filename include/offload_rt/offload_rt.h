@@ -281,11 +281,16 @@ OFFLOAD_RT_EXPORT offload_rt_status offload_rt_offload_group(
     const size_t *bytes, void *compute_stream,
     offload_rt_host_buffer **out_buffers);
 
-/* Starts loading n host buffers into n new stream-ordered device allocations
- * (as offload_rt_load_start with device_dst NULL), with one batched copy
- * call on the H2D stream. out_device_ptrs[i] and out_tokens[i] are those of
- * buffers[i] (each token waited or discarded on its own); the n copies
- * complete together. buffers may come from different offloads (and groups)
+/* Starts loading n host buffers into new stream-ordered device memory (as
+ * offload_rt_load_start with device_dst NULL), with one copy call on the
+ * H2D stream. When every member is in pinned memory the n buffers are
+ * carved from ONE device allocation (at 256-byte aligned offsets), copied
+ * by one plain copy where the members are one offload group's in order, by
+ * one batched copy otherwise; free each with offload_rt_device_free (never
+ * cudaFree it directly): the allocation returns, stream-ordered, with the
+ * last member. Otherwise each member has its own allocation.
+ * out_device_ptrs[i] and out_tokens[i] are those of buffers[i] (each token
+ * waited or discarded on its own); the n copies complete together. buffers may come from different offloads (and groups)
  * and repeat; a kept-on-device member is copied device-to-device on the
  * compute stream, as offload_rt_load_start does. out_tokens may be NULL.
  * Every member is checked first (a bad one fails the group, naming its

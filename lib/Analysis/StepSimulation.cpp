@@ -671,6 +671,22 @@ void StepModel::coalesceCopies(CopyPlan &plan, int64_t maxBytes,
   }
 }
 
+SimulationResult StepModel::coalesceLoads(CopyPlan &plan,
+                                          SimulationResult apart) const {
+  CopyPlan grouped = plan;
+  coalesceCopies(grouped, execution.coalesceBelow, PlannedCopy::Kind::Load);
+  bool any = llvm::any_of(grouped.copies, [](const PlannedCopy &copy) {
+    return copy.kind == PlannedCopy::Kind::Load && copy.groupLeader >= 0;
+  });
+  if (!any)
+    return apart;
+  SimulationResult together = simulate(grouped);
+  if (together.peakBytes > apart.peakBytes)
+    return apart;
+  plan = std::move(grouped);
+  return together;
+}
+
 CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
                             int64_t maxInflightBytes,
                             SimulationResult *simulated) const {
@@ -730,11 +746,8 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     coalesceCopies(plan, execution.coalesceBelow, PlannedCopy::Kind::Offload);
     placeOffloadWaits(plan);
     SimulationResult result = scheduleLoads(plan, maxInflightBytes);
-    if (execution.coalesceBelow > 0) {
-      coalesceCopies(plan, execution.coalesceBelow, PlannedCopy::Kind::Load);
-      if (simulated)
-        result = simulate(plan);
-    }
+    if (execution.coalesceBelow > 0)
+      result = coalesceLoads(plan, std::move(result));
     if (simulated)
       *simulated = std::move(result);
   } else if (simulated) {
@@ -1419,6 +1432,18 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     if (plan.loadOf[l] >= 0)
       lastRead[plan.loadOf[l]] =
           std::max(lastRead[plan.loadOf[l]], link.lastUse);
+  // A load group's members share one device allocation, which the runtime
+  // frees with the last of them: each lives until the group's last read.
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Load && copy.groupLeader >= 0) {
+      int groupLast = std::max({lastRead[index], int(copy.waitPos),
+                                lastRead[copy.groupLeader],
+                                int(plan.copies[copy.groupLeader].waitPos)});
+      lastRead[copy.groupLeader] = groupLast;
+    }
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Load && copy.groupLeader >= 0)
+      lastRead[index] = lastRead[copy.groupLeader];
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind != PlannedCopy::Kind::Load || copy.bytes == 0)
       continue;

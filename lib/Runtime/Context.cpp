@@ -271,7 +271,8 @@ offload_rt_status offload_rt_context::enqueueCopy(void *dst, const void *src,
 // statistics count each copy and its bytes, as n single copies would.
 offload_rt_status offload_rt_context::enqueueCopies(
     void *const *dsts, const void *const *srcs, const size_t *sizes, size_t n,
-    CopyKind kind, Stream s, SharedEvent **done) {
+    CopyKind kind, Stream s, SharedEvent **done, const size_t *memberSizes,
+    size_t members) {
   bool toHost = kind == CopyKind::DeviceToHost;
   std::deque<CopyRecord> &inFlight = toHost ? d2hInFlight_ : h2dInFlight_;
   RETURN_IF_FAILED(throttle(inFlight));
@@ -297,14 +298,19 @@ offload_rt_status offload_rt_context::enqueueCopies(
     return st;
   }
   inFlight.push_back({start, retain(*done)});
+  // The statistics count the buffers copied (one run may carry several).
+  if (!memberSizes) {
+    memberSizes = sizes;
+    members = n;
+  }
   uint64_t bytes = 0;
-  for (size_t i = 0; i < n; ++i)
-    bytes += sizes[i];
+  for (size_t i = 0; i < members; ++i)
+    bytes += memberSizes[i];
   if (toHost) {
-    stats_.d2h_copies += n;
+    stats_.d2h_copies += members;
     stats_.d2h_bytes += bytes;
   } else {
-    stats_.h2d_copies += n;
+    stats_.h2d_copies += members;
     stats_.h2d_bytes += bytes;
   }
   return OFFLOAD_RT_SUCCESS;
@@ -513,8 +519,34 @@ offload_rt_status offload_rt_context::loadGroupStart(
   std::vector<void *> dsts(n, nullptr);
   std::vector<SharedEvent *> done(n, nullptr); // one reference each
   offload_rt_status st = OFFLOAD_RT_SUCCESS;
-  for (size_t i = 0; i < n && st >= 0; ++i)
-    st = backend->mallocAsync(&dsts[i], bytes[i], writer(i));
+  // Every member pinned: one device allocation, the members side by side at
+  // the offsets an offload group gives them (one stream-ordered allocation
+  // instead of n, and one copy where they come from one offload group in
+  // order). It returns with its last member (deviceFree).
+  bool allPinned = n > 1;
+  for (size_t i = 0; i < n; ++i)
+    allPinned = allPinned && !buffers[i]->keptOnDevice;
+  std::vector<size_t> offsets(n);
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    offsets[i] = total;
+    total += HostPool::blockSize(bytes[i]);
+  }
+  void *deviceBlock = nullptr;
+  if (allPinned) {
+    st = backend->mallocAsync(&deviceBlock, total, h2d);
+    for (size_t i = 0; i < n && st >= 0; ++i)
+      dsts[i] = static_cast<char *>(deviceBlock) + offsets[i];
+  } else {
+    for (size_t i = 0; i < n && st >= 0; ++i)
+      st = backend->mallocAsync(&dsts[i], bytes[i], writer(i));
+  }
+  // The members' host copies as one run, in order, at those offsets: then
+  // one copy of the run is the whole group's.
+  bool oneRun = allPinned;
+  for (size_t i = 1; i < n && oneRun; ++i)
+    oneRun = buffers[i]->block == static_cast<const char *>(buffers[0]->block) +
+                                      offsets[i];
 
   std::vector<size_t> pinned; // members whose data is in a pinned block
   std::vector<void *> to;
@@ -538,8 +570,16 @@ offload_rt_status offload_rt_context::loadGroupStart(
       st = backend->streamWaitEvent(h2d, e->event);
   if (st >= 0 && !pinned.empty()) {
     SharedEvent *batch = nullptr;
-    st = enqueueCopies(to.data(), from.data(), sizes.data(), pinned.size(),
-                       CopyKind::HostToDevice, h2d, &batch);
+    if (oneRun) {
+      void *dst = deviceBlock;
+      const void *src = buffers[0]->block;
+      size_t run = offsets[n - 1] + bytes[n - 1];
+      st = enqueueCopies(&dst, &src, &run, 1, CopyKind::HostToDevice, h2d,
+                         &batch, bytes, n);
+    } else {
+      st = enqueueCopies(to.data(), from.data(), sizes.data(), pinned.size(),
+                         CopyKind::HostToDevice, h2d, &batch);
+    }
     for (size_t i : pinned)
       done[i] = retain(batch);
     releaseEvent(batch);
@@ -552,10 +592,18 @@ offload_rt_status offload_rt_context::loadGroupStart(
     if (done[i])
       buffers[i]->reads.push_back(done[i]); // the reference moves
   if (st < 0) {
-    for (size_t i = 0; i < n; ++i)
-      if (dsts[i])
-        backend->freeAsync(dsts[i], writer(i));
+    if (deviceBlock)
+      backend->freeAsync(deviceBlock, h2d);
+    else
+      for (size_t i = 0; i < n; ++i)
+        if (dsts[i])
+          backend->freeAsync(dsts[i], writer(i));
     return st;
+  }
+  if (deviceBlock) {
+    auto block = std::make_shared<DeviceBlock>(DeviceBlock{deviceBlock, n});
+    for (size_t i = 0; i < n; ++i)
+      deviceBlockOf_[dsts[i]] = block;
   }
   for (size_t i = 0; i < n; ++i) {
     outDevicePtrs[i] = dsts[i];
@@ -563,6 +611,21 @@ offload_rt_status offload_rt_context::loadGroupStart(
       outTokens[i] = newToken(retain(done[i]));
   }
   return OFFLOAD_RT_SUCCESS;
+}
+
+offload_rt_status offload_rt_context::deviceFree(void *devicePtr,
+                                                 void *stream) {
+  Stream s = backend->resolve(stream);
+  auto it = deviceBlockOf_.find(devicePtr);
+  if (it == deviceBlockOf_.end())
+    return backend->freeAsync(devicePtr, s);
+  std::shared_ptr<DeviceBlock> block = std::move(it->second);
+  deviceBlockOf_.erase(it);
+  // In stream order behind this member's last use, as a free of its own
+  // allocation would be: the block's last member frees it on its stream.
+  if (--block->liveMembers > 0)
+    return OFFLOAD_RT_SUCCESS;
+  return backend->freeAsync(block->base, s);
 }
 
 offload_rt_status offload_rt_context::wait(offload_rt_token *token,

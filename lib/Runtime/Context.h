@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -159,6 +160,9 @@ struct offload_rt_context {
                                    void **outDevicePtrs,
                                    offload_rt_token **outTokens);
   offload_rt_status wait(offload_rt_token *token, void *stream);
+  /// offload_rt_device_free: a member of a load group's device block drops
+  /// its reference; the last one frees the block.
+  offload_rt_status deviceFree(void *devicePtr, void *stream);
   offload_rt_status discard(offload_rt_token *token);
   offload_rt_status releaseDeviceAfterCopy(offload_rt_host_buffer *buffer,
                                            offload_rt_release_fn fn,
@@ -225,11 +229,15 @@ private:
                                 offload_rt::CopyKind kind,
                                 offload_rt::Stream s,
                                 offload_rt::SharedEvent **done);
+  /// One batched copy of n runs; the statistics count `members` buffers of
+  /// `memberSizes` where one run carries several (default: the runs).
   offload_rt_status enqueueCopies(void *const *dsts, const void *const *srcs,
                                   const size_t *sizes, size_t n,
                                   offload_rt::CopyKind kind,
                                   offload_rt::Stream s,
-                                  offload_rt::SharedEvent **done);
+                                  offload_rt::SharedEvent **done,
+                                  const size_t *memberSizes = nullptr,
+                                  size_t members = 0);
   offload_rt_status copyFromHost(offload_rt_host_buffer *buffer, void *dst,
                                  bool callerDst, size_t bytes,
                                  offload_rt::Stream compute,
@@ -266,6 +274,13 @@ private:
   std::deque<CopyRecord> d2hInFlight_, h2dInFlight_;
   std::deque<WaitRecord> waits_;
   std::vector<Deferred> deferred_;
+  /// A load group's device allocation, shared by its members until the last
+  /// one is freed (deviceFree).
+  struct DeviceBlock {
+    void *base;
+    size_t liveMembers;
+  };
+  std::unordered_map<void *, std::shared_ptr<DeviceBlock>> deviceBlockOf_;
   std::vector<offload_rt::ReadyCallback> ready_;
 
   offload_rt_stats stats_{};

@@ -514,7 +514,7 @@ extern "C" offload_rt_status offload_rt_device_free(offload_rt_context *ctx,
   if (!device_ptr)
     return OFFLOAD_RT_SUCCESS; // like free(NULL)
   return withContext(ctx, [&](offload_rt_context &c) {
-    return c.backend->freeAsync(device_ptr, c.backend->resolve(stream));
+    return c.deviceFree(device_ptr, stream);
   });
 }
 

@@ -286,9 +286,10 @@ static LogicalResult placeCopies(const TrainingStep &step,
                                  const ExecutionModel &execution,
                                  int64_t maxInflightBytes);
 
-/// Makes the IR's copy groups: the copies StepModel::coalesceCopies groups
-/// on the IR as it is become one offload.offload_group_start or
-/// offload.load_group_start where the group's first start is. A member
+/// Makes the IR's copy groups: the copies StepModel::coalesceCopies (for
+/// loads, coalesceLoads) groups on the IR as it is become one
+/// offload.offload_group_start or offload.load_group_start where the
+/// group's first start is. A member
 /// whose source is not defined above that point ends its group early.
 static LogicalResult formCopyGroups(const TrainingStep &step,
                                     const CostModel &costModel,
@@ -300,9 +301,10 @@ static LogicalResult formCopyGroups(const TrainingStep &step,
   SmallVector<Operation *> startOf;
   for (const PlannedCopy &copy : plan.copies)
     startOf.push_back(model->getOp(copy.issuePos));
-  for (PlannedCopy::Kind kind :
-       {PlannedCopy::Kind::Offload, PlannedCopy::Kind::Load})
-    model->coalesceCopies(plan, execution.coalesceBelow, kind);
+  model->coalesceCopies(plan, execution.coalesceBelow,
+                        PlannedCopy::Kind::Offload);
+  // Load groups only where their shared allocations do not raise the peak.
+  (void)model->coalesceLoads(plan, model->simulate(plan));
   llvm::MapVector<unsigned, SmallVector<unsigned>> groups;
   for (auto [index, copy] : llvm::enumerate(plan.copies))
     if (copy.groupLeader >= 0)

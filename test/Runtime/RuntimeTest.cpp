@@ -1395,15 +1395,27 @@ TEST_F(CopyGroup, BackendFailuresLeaveNothingBehind) {
                                        bytes.data(), stream, back.data(),
                                        tokens.data());
   };
-  // The second allocation fails: the first is freed again.
-  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaMallocAsync", 2));
+  // All members pinned: one device allocation for the group. It fails:
+  // nothing is allocated.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaMallocAsync", 1));
   EXPECT_EQ(load(), OFFLOAD_RT_ERROR_BACKEND);
   EXPECT_EQ(std::string(offload_rt_last_error()),
             "cudaMallocAsync failed: injected failure (sim)");
-  // The batch fails: every allocation is freed again.
+  // The members are one offload group's, in order: one plain copy of their
+  // run. It fails: the allocation is freed again.
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaMemcpyAsync", 1));
+  EXPECT_EQ(load(), OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(std::string(offload_rt_last_error()),
+            "cudaMemcpyAsync failed: injected failure (sim)");
+  // In another order they are no run: one batched copy. It fails too.
+  std::vector<offload_rt_host_buffer *> reversed(bufs.rbegin(), bufs.rend());
+  std::vector<size_t> reversedBytes(bytes.rbegin(), bytes.rend());
   ASSERT_OK(
       offload_rt_sim_inject_failure(ctx.get(), "cudaMemcpyBatchAsync", 1));
-  EXPECT_EQ(load(), OFFLOAD_RT_ERROR_BACKEND);
+  EXPECT_EQ(offload_rt_load_group_start(ctx.get(), n, reversed.data(),
+                                        reversedBytes.data(), stream,
+                                        back.data(), tokens.data()),
+            OFFLOAD_RT_ERROR_BACKEND);
   EXPECT_EQ(std::string(offload_rt_last_error()),
             "cudaMemcpyBatchAsync failed: injected failure (sim)");
   for (size_t i = 0; i < n; ++i) {
@@ -1425,6 +1437,58 @@ TEST_F(CopyGroup, BackendFailuresLeaveNothingBehind) {
   }
   ASSERT_OK(offload_rt_synchronize(ctx.get()));
   EXPECT_EQ(stats().pinned_in_use_bytes, 0u);
+}
+
+// A load group of one offload group's members, in order, is one device
+// allocation filled by one copy; it returns with its last member, whatever
+// the order the members are freed in.
+TEST_F(CopyGroup, LoadGroupSharesOneDeviceAllocation) {
+  start(testOptions());
+  makeSources({64 * 1024, 3000, 256 * 1024 + 7}, 60);
+  const size_t n = dev.size();
+  std::vector<offload_rt_host_buffer *> bufs = offloadAll();
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  const offload_rt_stats before = stats();
+  std::vector<void *> back(n);
+  std::vector<offload_rt_token *> tokens(n);
+  ASSERT_OK(offload_rt_load_group_start(ctx.get(), n, bufs.data(),
+                                        bytes.data(), stream, back.data(),
+                                        tokens.data()));
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_OK(offload_rt_wait(ctx.get(), tokens[i], stream));
+    EXPECT_TRUE(hostFrom(ctx.get(), stream, back[i], bytes[i]) == data[i]);
+    if (i > 0) // side by side, at the offload group's offsets
+      EXPECT_EQ(static_cast<char *>(back[i]) - static_cast<char *>(back[0]),
+                static_cast<const char *>(
+                    [&] {
+                      void *p = nullptr;
+                      offload_rt_host_data(ctx.get(), bufs[i], 0, &p);
+                      return p;
+                    }()) -
+                    static_cast<const char *>([&] {
+                      void *p = nullptr;
+                      offload_rt_host_data(ctx.get(), bufs[0], 0, &p);
+                      return p;
+                    }()));
+  }
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  offload_rt_stats loaded = stats();
+  // Counted per member; one allocation for all of them.
+  EXPECT_EQ(loaded.h2d_copies - before.h2d_copies, n);
+  EXPECT_EQ(loaded.h2d_bytes - before.h2d_bytes, totalBytes());
+  const uint64_t held = loaded.device_in_use_bytes - before.device_in_use_bytes;
+  EXPECT_GE(held, totalBytes());
+  // Freed last to first: the allocation stays until the last one.
+  for (size_t i = n; i-- > 1;) {
+    EXPECT_OK(offload_rt_device_free(ctx.get(), back[i], stream));
+    ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+    EXPECT_EQ(stats().device_in_use_bytes, loaded.device_in_use_bytes);
+  }
+  EXPECT_OK(offload_rt_device_free(ctx.get(), back[0], stream));
+  ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  EXPECT_EQ(stats().device_in_use_bytes, before.device_in_use_bytes);
+  for (auto *b : bufs)
+    EXPECT_OK(offload_rt_free_host(ctx.get(), b));
 }
 
 // Several threads, each with its own compute stream, offload groups and load

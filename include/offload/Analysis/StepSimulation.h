@@ -90,7 +90,8 @@ struct PlannedCopy {
   /// load_group_start; StepModel::coalesceCopies): the group's first copy,
   /// for each of the others; -1 otherwise. A group pays the link's latency
   /// once, its copies go to the stream one after the other, and all of them
-  /// complete when the last one does.
+  /// complete when the last one does. A load group's members share one
+  /// device allocation, held until the last of them is last read.
   int groupLeader = -1;
 };
 
@@ -176,6 +177,13 @@ public:
   /// planFor predicts them with it.
   void coalesceCopies(CopyPlan &plan, int64_t maxBytes,
                       PlannedCopy::Kind kind) const;
+  /// Groups the loads of `plan` (coalesceCopies with
+  /// ExecutionModel::coalesceBelow) where that does not raise the predicted
+  /// peak over `apart`, simulate() of `plan` as it is; a load group shares
+  /// one device allocation until its last member's last read (the
+  /// runtime's), so its members may live longer. Returns simulate() of the
+  /// plan it leaves. planFor and offload-schedule-copies both decide so.
+  SimulationResult coalesceLoads(CopyPlan &plan, SimulationResult apart) const;
   /// The first position at or after `pos` whose op is no copy start or
   /// wait, nor (with `pastViews`) a view; the number of ops if none. Copies
   /// issued anywhere from `pos` up to it are issued at one point in time.
