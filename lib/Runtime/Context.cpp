@@ -84,6 +84,7 @@ offload_rt_status offload_rt_context::acquireEvent(SharedEvent **out) {
   *out = freeEvents_.back();
   freeEvents_.pop_back();
   (*out)->refs = 1;
+  (*out)->complete = false; // recorded next
   return OFFLOAD_RT_SUCCESS;
 }
 
@@ -101,7 +102,13 @@ void offload_rt_context::releaseEvent(SharedEvent *e) {
 }
 
 offload_rt_status offload_rt_context::isDone(SharedEvent *e, bool *done) {
-  return backend->queryEvent(e->event, done);
+  if (e->complete) {
+    *done = true;
+    return OFFLOAD_RT_SUCCESS;
+  }
+  RETURN_IF_FAILED(backend->queryEvent(e->event, done));
+  e->complete = *done;
+  return OFFLOAD_RT_SUCCESS;
 }
 
 offload_rt_status offload_rt_context::recordNew(Stream s, SharedEvent **out) {

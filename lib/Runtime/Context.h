@@ -27,6 +27,11 @@ namespace offload_rt {
 struct SharedEvent {
   Event event = nullptr;
   uint32_t refs = 0;
+  /// A query found the work before the event's record done. It stays done
+  /// until the event is recorded again (only after its last release), so
+  /// later queries need no backend call: a copy group's members share one
+  /// event, and each of them is asked about it.
+  bool complete = false;
 };
 
 /// The pool block of an offload group, shared by its members (each at its

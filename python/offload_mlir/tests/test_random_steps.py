@@ -154,8 +154,8 @@ def test_check_passes_on_a_few_modules(offload_opt, tmp_path, capsys):
                             offload_opt, "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 11 configurations, "
-                     r"33 runs, 0 round-trip failures, 0 violations", out)
+    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 13 configurations, "
+                     r"39 runs, 0 round-trip failures, 0 violations", out)
 
 
 def test_check_reports_a_failing_tool(tmp_path, capsys):
@@ -187,8 +187,11 @@ def test_sync_twin_pipeline():
     # With release=at-wait offload waits hold memory: they stay where the
     # scheduled run puts them, and no load is hoisted.
     twin = random_steps.sync_twin_pipeline("schedule=true release=at-wait")
+    # use-recorded=false: with a plan, its recorded placements would hoist
+    # the loads.
     assert twin.endswith("offload-insert-loads,"
-                         "offload-schedule-copies{release=at-wait max-inflight-bytes=1},"
+                         "offload-schedule-copies{release=at-wait max-inflight-bytes=1 "
+                         "use-recorded=false},"
                          "offload-report{release=at-wait format=json output=-})")
     with pytest.raises(ValueError, match="deny-ops"):
         random_steps.sync_twin_pipeline("schedule=true deny-ops=aten.mm.default")
