@@ -75,6 +75,11 @@ OFFLOAD_RT_EXPORT void offload_rt_mlir_free_host(void *handle);
 /* Waits for every copy and release of the default context, then prints its
  * offload_rt_print_summary to stdout (for tests of compiled code). */
 OFFLOAD_RT_EXPORT void offload_rt_mlir_print_summary(void);
+/* Waits for every copy and release of the default context: a step boundary
+ * for drivers and tests that must not depend on how soon the copy streams
+ * run (the host-simulation backend's streams are threads that compete with
+ * the compiled code for the host's cores). */
+OFFLOAD_RT_EXPORT void offload_rt_mlir_synchronize(void);
 
 /* The allocation functions of MLIR's memref lowering with
  * use-generic-functions: the compiled step's device buffers come from the

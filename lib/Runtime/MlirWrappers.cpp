@@ -171,6 +171,10 @@ void offload_rt_mlir_free_host(void *handle) {
         "offload_rt_free_host");
 }
 
+void offload_rt_mlir_synchronize(void) {
+  check(offload_rt_synchronize(context()), "offload_rt_synchronize");
+}
+
 void offload_rt_mlir_print_summary(void) {
   offload_rt_context *ctx = context();
   check(offload_rt_synchronize(ctx), "offload_rt_synchronize");
