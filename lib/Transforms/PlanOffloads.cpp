@@ -28,6 +28,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Threading.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
 #include <map>
@@ -371,6 +372,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
     if (failed(model))
       return failure();
+    // It plans on this step's model.
+    synchronousPlanner.reset();
+    auto forgetSynchronous =
+        llvm::make_scope_exit([&] { synchronousPlanner.reset(); });
     Planner planner(*model, schedule, inflight);
 
     // The candidates: selected results, grouped by storage.
@@ -405,8 +410,46 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     } else {
       reason = "plan: not needed to fit the budget";
       int64_t limit = budgetValue.resolve(baseline.peakBytes);
-      if (failed(fitBudget(planner, baseline, limit, chosen, step)))
-        return failure();
+      if (failed(fitBudget(planner, baseline, limit, chosen, step,
+                           /*report=*/!schedule))) {
+        if (!schedule)
+          return failure();
+        // Scheduled, an offload's wait sits where forward does not stall
+        // for its copy, and with release=at-wait its source is held until
+        // then; a synchronous copy frees it at once, at the price of the
+        // stall. So the synchronous form may reach budgets the scheduled
+        // one cannot: plan those so, and record the synchronous placements
+        // (a wait right after each offload, each load started at its wait)
+        // for offload-schedule-copies. A scheduled plan is then never
+        // worse than schedule=false's: it fits wherever that one does.
+        int64_t scheduledReach = reachedPeak;
+        synchronousPlanner.emplace(*model, /*schedule=*/false, inflight);
+        synchronousPlanner->candidates = planner.candidates;
+        chosen.clear();
+        if (failed(fitBudget(*synchronousPlanner,
+                             synchronousPlanner->simulate({}), limit, chosen,
+                             step, /*report=*/false))) {
+          reachedPeak = std::min(reachedPeak, scheduledReach);
+          return emitBudgetError(step, limit, baseline.peakBytes);
+        }
+      } else if (schedule &&
+                 planner.simulate(chosen).stepSeconds >
+                     baseline.stepSeconds * (1 + 1e-9)) {
+        // Where the scheduled plan adds time, the synchronous plan for the
+        // same budget may add less (copies only add time, so it never beats
+        // one that adds none, and then it is not searched): the faster one.
+        Planner synchronous(*model, /*schedule=*/false, inflight);
+        synchronous.candidates = planner.candidates;
+        SmallVector<unsigned> synchronousChosen;
+        if (succeeded(fitBudget(synchronous, synchronous.simulate({}), limit,
+                                synchronousChosen, step, /*report=*/false)) &&
+            synchronous.simulate(synchronousChosen).stepSeconds <
+                planner.simulate(chosen).stepSeconds) {
+          synchronousPlanner.emplace(*model, /*schedule=*/false, inflight);
+          synchronousPlanner->candidates = planner.candidates;
+          chosen = std::move(synchronousChosen);
+        }
+      }
     }
 
     // Rewrite the selection once for the whole function.
@@ -435,7 +478,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     // prediction of the emitted IR.
     SimulationResult planned;
     CopyPlan plannedPlan;
-    if (mode == PlanMode::Hidden && copyMargin > 0) {
+    if (synchronousPlanner) {
+      planned = synchronousPlanner->simulate(chosen, &plannedPlan);
+    } else if (mode == PlanMode::Hidden && copyMargin > 0) {
       FailureOr<StepModel> nominal =
           StepModel::build(step, *nominalCostModel, execution);
       if (failed(nominal))
@@ -697,10 +742,29 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// offloads the budget no longer needs. See greedyToBudget and
   /// dropUnneeded for how this is done without simulating every candidate
   /// at every step, and docs/scaling.md for what that keeps.
+  /// The smallest predicted peak fitBudget reached when it found no plan
+  /// within the budget.
+  int64_t reachedPeak = 0;
+  /// Set where a budget plan is made synchronous (see planStep).
+  std::optional<Planner> synchronousPlanner;
+
+  LogicalResult emitBudgetError(const TrainingStep &step, int64_t limit,
+                                int64_t peakWithout) {
+    // Two decimals: the peaks are often within a tenth of the budget.
+    auto format = [](int64_t bytes) {
+      return offload_support::formatByteSize(bytes, /*decimals=*/2);
+    };
+    return step.getForward().emitError()
+           << "no plan fits the budget of " << format(limit) << " (" << limit
+           << " bytes): the smallest predicted peak is " << format(reachedPeak)
+           << " (" << reachedPeak << " bytes); without offload it is "
+           << format(peakWithout) << " (" << peakWithout << " bytes)";
+  }
+
   LogicalResult fitBudget(const Planner &planner,
                           const SimulationResult &baseline, int64_t limit,
                           SmallVector<unsigned> &chosen,
-                          const TrainingStep &step) {
+                          const TrainingStep &step, bool report = true) {
     SimulationResult current = baseline;
     greedyToBudget(planner, limit, chosen, current);
     int64_t reachable = current.peakBytes;
@@ -717,17 +781,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       }
     }
     if (current.peakBytes > limit) {
-      // Two decimals: the peaks are often within a tenth of the budget.
-      auto format = [](int64_t bytes) {
-        return offload_support::formatByteSize(bytes, /*decimals=*/2);
-      };
-      return step.getForward().emitError()
-             << "no plan fits the budget of " << format(limit)
-             << " (" << limit << " bytes): the smallest predicted peak is "
-             << format(reachable) << " (" << reachable
-             << " bytes); without offload it is "
-             << format(baseline.peakBytes) << " (" << baseline.peakBytes
-             << " bytes)";
+      reachedPeak = reachable;
+      if (!report)
+        return failure();
+      return emitBudgetError(step, limit, baseline.peakBytes);
     }
     dropUnneeded(planner, limit, chosen, current);
     return success();
