@@ -13,18 +13,19 @@ _BLOCK = os.path.join(_HERE, "..", "..", "..", "test", "Examples", "llama_block.
 def test_sweep_writes_figures_and_checks(offload_opt, tmp_path, capsys):
     out = tmp_path / "f"
     status = frontier.main([_BLOCK, "--offload-opt", offload_opt,
-                            "--budgets", "0.95,0.9,0.7", "--out", str(out)])
+                            "--budgets", "0.95,0.9,0.5", "--out", str(out)])
     text = capsys.readouterr().out
     assert status == 0, text
     data = json.loads((out.with_suffix(".json")).read_text())
     rows = data["steps"][_BLOCK]
-    # 0.7 is below what any plan reaches on this block: an error, not a plan.
-    assert "smallest predicted peak" in rows["budget=0.7"]["error"]
+    # 0.5 is below what any plan reaches on this block (synchronous copies
+    # reach 0.62): an error, not a plan.
+    assert "smallest predicted peak" in rows["budget=0.5"]["error"]
     for key in ("hidden", "budget=0.95", "budget=0.9"):
         assert rows[key]["peak_bytes"] <= rows[key]["peak_bytes_before"]
     assert rows["budget=0.9"]["peak_bytes"] <= 0.9 * rows["budget=0.9"]["peak_bytes_before"]
     assert (out.with_suffix(".png")).stat().st_size > 0
-    assert "| budget=0.7 | out of reach (smallest peak" in text
+    assert "| budget=0.5 | out of reach (smallest peak" in text
     assert "0 violations" in text
 
 
