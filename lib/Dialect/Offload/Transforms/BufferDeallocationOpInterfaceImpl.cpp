@@ -151,45 +151,14 @@ struct ConsumeSourceModel
         state.addMemrefToDeallocate(result, block);
       }
 
-    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
-    if (!sourceType)
+    if (!isa<MemRefType>(op.getSource().getType()))
       return op->emitOpError()
              << "on a tensor reached buffer deallocation; bufferize first";
     if (op.getReleaseSource())
       return op->emitOpError()
              << "already releases its source: run buffer deallocation once";
-    Value source = op.getSource();
-    Ownership ownership = state.getOwnership(source, block);
-    bool owned = ownership.isUnique() &&
-                 matchPattern(ownership.getIndicator(), m_One());
-    if (owned && isAllocation(source) && !isUsedAfter(source, op)) {
-      // Taken over: released by the runtime behind the copy, never here.
-      state.dropMemrefToDeallocate(source, block);
-      state.resetOwnerships(source, block);
-      state.updateOwnership(
-          source,
-          boolConstant(builder, loc, false),
-          block);
-      op.setReleaseSource(true);
-      return op.getOperation();
-    }
-
-    // Not ours to free: consume a private copy. The original keeps its
-    // ownership and is deallocated (or not) as before.
-    auto copyType = MemRefType::get(sourceType.getShape(),
-                                    sourceType.getElementType(),
-                                    MemRefLayoutAttrInterface(),
-                                    sourceType.getMemorySpace());
-    SmallVector<Value> dynamicSizes;
-    for (int64_t dim = 0; dim < sourceType.getRank(); ++dim)
-      if (sourceType.isDynamicDim(dim))
-        dynamicSizes.push_back(memref::DimOp::create(builder, loc, source, dim));
-    Value copy = memref::AllocOp::create(builder, loc, copyType, dynamicSizes);
-    memref::CopyOp::create(builder, loc, source, copy);
-    state.updateOwnership(
-        copy, boolConstant(builder, loc, false),
-        block);
-    op.getSourceMutable().assign(copy);
+    op.getSourceMutable().assign(
+        takeOverSource(op, op.getSource(), builder, state));
     op.setReleaseSource(true);
     return op.getOperation();
   }

@@ -219,11 +219,10 @@ struct CopyOpInterface
   }
 };
 
-/// offload_start / load_start on a tensor -> the same op on its buffer,
-/// yielding a future of a buffer.
-template <typename StartOp>
-struct StartOpInterface
-    : public ReadIntoNewMemory<StartOpInterface<StartOp>, StartOp> {
+/// Copy starts: their results are futures, whose buffer type is the
+/// future's own (FutureTensorModel).
+template <typename ConcreteModel, typename OpTy>
+struct StartsCopies : public ReadIntoNewMemory<ConcreteModel, OpTy> {
   FailureOr<BufferLikeType>
   getBufferType(Operation *op, Value value, const BufferizationOptions &options,
                 const BufferizationState &state,
@@ -231,7 +230,13 @@ struct StartOpInterface
     return cast<TensorLikeType>(value.getType())
         .getBufferType(options, [op] { return op->emitError(); });
   }
+};
 
+/// offload_start / load_start on a tensor -> the same op on its buffer,
+/// yielding a future of a buffer.
+template <typename StartOp>
+struct StartOpInterface
+    : public StartsCopies<StartOpInterface<StartOp>, StartOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
@@ -248,15 +253,7 @@ struct StartOpInterface
 /// futures of buffers.
 template <typename GroupOp>
 struct GroupStartOpInterface
-    : public ReadIntoNewMemory<GroupStartOpInterface<GroupOp>, GroupOp> {
-  FailureOr<BufferLikeType>
-  getBufferType(Operation *op, Value value, const BufferizationOptions &options,
-                const BufferizationState &state,
-                SmallVector<Value> &invocationStack) const {
-    return cast<TensorLikeType>(value.getType())
-        .getBufferType(options, [op] { return op->emitError(); });
-  }
-
+    : public StartsCopies<GroupStartOpInterface<GroupOp>, GroupOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
