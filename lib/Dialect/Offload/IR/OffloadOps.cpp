@@ -120,14 +120,22 @@ static void getStartEffects(
                          SideEffects::DefaultResource::get());
 }
 
+/// An offload's start also consumes a buffer source (see
+/// offload.offload_buffer).
+static void getOffloadStartEffects(
+    Value future, OpOperand &source,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getStartEffects(future, source, effects);
+  if (isa<BaseMemRefType>(source.get().getType()))
+    effects.emplace_back(MemoryEffects::Free::get(), &source,
+                         SideEffects::DefaultResource::get());
+}
+
 void OffloadStartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  getStartEffects(getFuture(), getSourceMutable(), effects);
-  // A buffer source is consumed (see offload.offload_buffer).
-  if (isa<BaseMemRefType>(getSource().getType()))
-    effects.emplace_back(MemoryEffects::Free::get(), &getSourceMutable(),
-                         SideEffects::DefaultResource::get());
+  getOffloadStartEffects(getFuture(), getSourceMutable(), effects);
 }
 
 LogicalResult mlir::offload::verifyConsumedSource(Operation *op, Value source,
@@ -182,21 +190,37 @@ void WaitOp::getEffects(
   }
 }
 
-LogicalResult OffloadStartOp::verify() {
-  if (failed(verifyCopyTypes(*this, getSource().getType(),
-                                      getFuture().getType().getValueType())) ||
-      failed(verifyContiguousSource(*this, getSource().getType())) ||
-      failed(verifyConsumedSource(*this, getSource(), getReleaseSource())))
+/// One device-to-host copy `op` starts (alone or in a group): `source`
+/// becomes the value of `future`.
+static LogicalResult verifyOffloadCopy(Operation *op, Value source,
+                                       Value future, bool releaseSource) {
+  if (failed(verifyCopyTypes(
+          op, source.getType(),
+          cast<FutureLikeType>(future.getType()).getValueType())) ||
+      failed(verifyContiguousSource(op, source.getType())) ||
+      failed(verifyConsumedSource(op, source, releaseSource)))
     return failure();
-  return verifyFutureUses(*this, getFuture());
+  return verifyFutureUses(op, future);
+}
+
+/// One host-to-device copy `op` starts; returns how often it is waited.
+static FailureOr<unsigned> verifyLoadCopy(Operation *op, Value source,
+                                          Value future) {
+  if (failed(verifyCopyTypes(
+          op, source.getType(),
+          cast<FutureLikeType>(future.getType()).getValueType())) ||
+      failed(verifyHostBufferLayout(op, source.getType())))
+    return failure();
+  return verifyFutureUses(op, future);
+}
+
+LogicalResult OffloadStartOp::verify() {
+  return verifyOffloadCopy(*this, getSource(), getFuture(),
+                           getReleaseSource());
 }
 
 LogicalResult LoadStartOp::verify() {
-  if (failed(verifyCopyTypes(*this, getSource().getType(),
-                                      getFuture().getType().getValueType())) ||
-      failed(verifyHostBufferLayout(*this, getSource().getType())))
-    return failure();
-  FailureOr<unsigned> waits = verifyFutureUses(*this, getFuture());
+  FailureOr<unsigned> waits = verifyLoadCopy(*this, getSource(), getFuture());
   if (failed(waits))
     return failure();
   // The wait is where the compute stream is ordered after the copy and
@@ -242,12 +266,8 @@ void OffloadGroupStartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   for (auto [future, source] :
-       llvm::zip_equal(getFutures(), getSourcesMutable())) {
-    getStartEffects(future, source, effects);
-    if (isa<BaseMemRefType>(source.get().getType()))
-      effects.emplace_back(MemoryEffects::Free::get(), &source,
-                           SideEffects::DefaultResource::get());
-  }
+       llvm::zip_equal(getFutures(), getSourcesMutable()))
+    getOffloadStartEffects(future, source, effects);
 }
 
 void LoadGroupStartOp::getEffects(
@@ -261,15 +281,9 @@ void LoadGroupStartOp::getEffects(
 LogicalResult OffloadGroupStartOp::verify() {
   if (failed(verifyGroupShape(*this, getSources(), getFutures())))
     return failure();
-  for (auto [source, future] : llvm::zip_equal(getSources(), getFutures())) {
-    auto futureType = cast<FutureLikeType>(future.getType());
-    if (failed(verifyCopyTypes(*this, source.getType(),
-                               futureType.getValueType())) ||
-        failed(verifyContiguousSource(*this, source.getType())) ||
-        failed(verifyConsumedSource(*this, source, getReleaseSource())) ||
-        failed(verifyFutureUses(*this, future)))
+  for (auto [source, future] : llvm::zip_equal(getSources(), getFutures()))
+    if (failed(verifyOffloadCopy(*this, source, future, getReleaseSource())))
       return failure();
-  }
   return success();
 }
 
@@ -277,12 +291,7 @@ LogicalResult LoadGroupStartOp::verify() {
   if (failed(verifyGroupShape(*this, getSources(), getFutures())))
     return failure();
   for (auto [source, future] : llvm::zip_equal(getSources(), getFutures())) {
-    auto futureType = cast<FutureLikeType>(future.getType());
-    if (failed(verifyCopyTypes(*this, source.getType(),
-                               futureType.getValueType())) ||
-        failed(verifyHostBufferLayout(*this, source.getType())))
-      return failure();
-    FailureOr<unsigned> waits = verifyFutureUses(*this, future);
+    FailureOr<unsigned> waits = verifyLoadCopy(*this, source, future);
     if (failed(waits))
       return failure();
     if (*waits == 0)
