@@ -443,6 +443,21 @@ offload_rt_status offload_rt_context::loadStart(
 
 //===--- copy groups ------------------------------------------------------===//
 
+/// Where a group's members lie in its block: side by side, each at a
+/// kAlignment-aligned offset. Offload and load groups share the layout, so
+/// a load group of one offload group's members in order is one run of
+/// bytes. Returns the block's size.
+static size_t layOutGroup(size_t n, const size_t *bytes,
+                          std::vector<size_t> &offsets) {
+  offsets.resize(n);
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    offsets[i] = total;
+    total += HostPool::blockSize(bytes[i]);
+  }
+  return total;
+}
+
 // The members lie side by side in one pool block, each at a
 // kAlignment-aligned offset, filled by one batched copy behind one wait on
 // the compute stream. Each member is then an ordinary host buffer whose
@@ -452,12 +467,8 @@ offload_rt_status offload_rt_context::offloadGroup(
     size_t n, const void *const *devicePtrs, const size_t *bytes,
     void *computeStream, offload_rt_host_buffer **outBuffers) {
   Stream compute = backend->resolve(computeStream);
-  std::vector<size_t> offsets(n);
-  size_t total = 0;
-  for (size_t i = 0; i < n; ++i) {
-    offsets[i] = total;
-    total += HostPool::blockSize(bytes[i]);
-  }
+  std::vector<size_t> offsets;
+  size_t total = layOutGroup(n, bytes, offsets);
   void *block = nullptr;
   RETURN_IF_FAILED(allocateBlock(total, &block));
   if (!block) {
@@ -533,12 +544,8 @@ offload_rt_status offload_rt_context::loadGroupStart(
   bool allPinned = n > 1;
   for (size_t i = 0; i < n; ++i)
     allPinned = allPinned && !buffers[i]->keptOnDevice;
-  std::vector<size_t> offsets(n);
-  size_t total = 0;
-  for (size_t i = 0; i < n; ++i) {
-    offsets[i] = total;
-    total += HostPool::blockSize(bytes[i]);
-  }
+  std::vector<size_t> offsets;
+  size_t total = layOutGroup(n, bytes, offsets);
   void *deviceBlock = nullptr;
   if (allPinned) {
     st = backend->mallocAsync(&deviceBlock, total, h2d);
