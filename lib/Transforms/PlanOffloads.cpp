@@ -31,6 +31,7 @@
 #include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <queue>
@@ -44,6 +45,9 @@ namespace offload {
 
 using namespace mlir;
 using namespace mlir::offload;
+
+static constexpr double kInfiniteSeconds =
+    std::numeric_limits<double>::infinity();
 
 namespace {
 /// A `budget=`: bytes, or a fraction of the predicted peak without offload.
@@ -410,45 +414,44 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     } else {
       reason = "plan: not needed to fit the budget";
       int64_t limit = budgetValue.resolve(baseline.peakBytes);
-      if (failed(fitBudget(planner, baseline, limit, chosen, step,
-                           /*report=*/!schedule))) {
-        if (!schedule)
-          return failure();
-        // Scheduled, an offload's wait sits where forward does not stall
-        // for its copy, and with release=at-wait its source is held until
-        // then; a synchronous copy frees it at once, at the price of the
-        // stall. So the synchronous form may reach budgets the scheduled
-        // one cannot: plan those so, and record the synchronous placements
-        // (a wait right after each offload, each load started at its wait)
-        // for offload-schedule-copies. A scheduled plan is then never
-        // worse than schedule=false's: it fits wherever that one does.
+      bool fits = succeeded(fitBudget(planner, baseline, limit, chosen, step,
+                                      /*report=*/!schedule));
+      if (!fits && !schedule)
+        return failure();
+      // Scheduled, an offload's wait sits where forward does not stall for
+      // its copy, and with release=at-wait its source is held until then; a
+      // synchronous copy frees it at once, at the price of the stall. So the
+      // synchronous form may reach budgets the scheduled one cannot, and
+      // where the scheduled plan adds time it may add less (copies only add
+      // time, so a scheduled plan that adds none is not compared). The
+      // synchronous plan is taken where only it fits or it is faster, and
+      // its placements are recorded (a wait right after each offload, each
+      // load started at its wait) for offload-schedule-copies: a scheduled
+      // plan is never worse than schedule=false's.
+      double scheduledStep = schedule && fits
+                                 ? planner.simulate(chosen).stepSeconds
+                                 : kInfiniteSeconds;
+      if (schedule &&
+          (!fits || scheduledStep > baseline.stepSeconds * (1 + 1e-9))) {
         int64_t scheduledReach = reachedPeak;
-        synchronousPlanner.emplace(*model, /*schedule=*/false, inflight);
-        synchronousPlanner->candidates = planner.candidates;
-        chosen.clear();
-        if (failed(fitBudget(*synchronousPlanner,
-                             synchronousPlanner->simulate({}), limit, chosen,
-                             step, /*report=*/false))) {
+        Planner &synchronous =
+            synchronousPlanner.emplace(*model, /*schedule=*/false, inflight);
+        synchronous.candidates = planner.candidates;
+        SmallVector<unsigned> synchronousChosen;
+        bool synchronousFits = succeeded(
+            fitBudget(synchronous, synchronous.simulate({}), limit,
+                      synchronousChosen, step, /*report=*/false));
+        if (!fits && !synchronousFits) {
           reachedPeak = std::min(reachedPeak, scheduledReach);
           return emitBudgetError(step, limit, baseline.peakBytes);
         }
-      } else if (schedule &&
-                 planner.simulate(chosen).stepSeconds >
-                     baseline.stepSeconds * (1 + 1e-9)) {
-        // Where the scheduled plan adds time, the synchronous plan for the
-        // same budget may add less (copies only add time, so it never beats
-        // one that adds none, and then it is not searched): the faster one.
-        Planner synchronous(*model, /*schedule=*/false, inflight);
-        synchronous.candidates = planner.candidates;
-        SmallVector<unsigned> synchronousChosen;
-        if (succeeded(fitBudget(synchronous, synchronous.simulate({}), limit,
-                                synchronousChosen, step, /*report=*/false)) &&
-            synchronous.simulate(synchronousChosen).stepSeconds <
-                planner.simulate(chosen).stepSeconds) {
-          synchronousPlanner.emplace(*model, /*schedule=*/false, inflight);
-          synchronousPlanner->candidates = planner.candidates;
+        if (synchronousFits &&
+            (!fits ||
+             synchronous.simulate(synchronousChosen).stepSeconds <
+                 scheduledStep))
           chosen = std::move(synchronousChosen);
-        }
+        else
+          synchronousPlanner.reset();
       }
     }
 
