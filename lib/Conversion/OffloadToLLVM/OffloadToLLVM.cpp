@@ -115,27 +115,32 @@ Type getCopyResultType(Operation *op) {
   return type;
 }
 
-/// A copy into new memory: reads the source descriptor's geometry, lets the
-/// subclass emit the runtime calls, and builds the new descriptor (same
-/// sizes, identity strides) from the pointers they return.
+/// What lowering one copy into new memory needs of its source: the new
+/// descriptor's sizes and strides (those of the source, identity strides)
+/// and the bytes to copy.
+struct CopyGeometry {
+  SmallVector<Value> sizes, strides;
+  Value bytes;
+};
+
+/// The patterns of the copies into new memory (single and grouped).
 template <typename OpTy>
-class CopyLowering : public ConvertOpToLLVMPattern<OpTy> {
+class CopyPattern : public ConvertOpToLLVMPattern<OpTy> {
 public:
   using ConvertOpToLLVMPattern<OpTy>::ConvertOpToLLVMPattern;
-  using OpAdaptor = typename OpTy::Adaptor;
 
-  LogicalResult
-  matchAndRewrite(OpTy op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const final {
-    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
-    if (!sourceType)
-      return rewriter.notifyMatchFailure(op, "not bufferized");
-    auto resultType = cast<MemRefType>(getCopyResultType(op));
+protected:
+  /// The geometry of a copy from `source` (of `sourceType`) into a new
+  /// buffer of `resultType`; fails (as a match failure on `op`) where the
+  /// types do not convert or the element size is unknown.
+  FailureOr<CopyGeometry> getCopyGeometry(Operation *op, MemRefType sourceType,
+                                          MemRefType resultType,
+                                          MemRefDescriptor source,
+                                          ConversionPatternRewriter &rewriter) const {
     if (!this->getTypeConverter()->convertType(sourceType) ||
         !this->getTypeConverter()->convertType(resultType))
       return rewriter.notifyMatchFailure(op, "memref type not convertible");
-    Location loc = op.getLoc();
-    MemRefDescriptor source(adaptor.getSource());
+    Location loc = op->getLoc();
     SmallVector<Value> dynamicSizes;
     for (auto [i, size] : llvm::enumerate(sourceType.getShape()))
       if (ShapedType::isDynamic(size))
@@ -148,19 +153,45 @@ public:
         this->getTypeConverter()->getIndexTypeBitwidth());
     if (!elementBytes)
       return rewriter.notifyMatchFailure(op, "element size unknown");
-    SmallVector<Value> sizes, strides;
+    CopyGeometry geometry;
     Value numElements;
     this->getMemRefDescriptorSizes(loc, sourceType, dynamicSizes, rewriter,
-                                   sizes, strides, numElements,
-                                   /*sizeInBytes=*/false);
+                                   geometry.sizes, geometry.strides,
+                                   numElements, /*sizeInBytes=*/false);
     Type indexType = this->getIndexType();
-    Value bytes = LLVM::MulOp::create(
+    geometry.bytes = LLVM::MulOp::create(
         rewriter, loc, indexType, numElements,
         this->createIndexAttrConstant(rewriter, loc, indexType, *elementBytes));
+    return geometry;
+  }
+};
+
+/// A copy into new memory: reads the source descriptor's geometry, lets the
+/// subclass emit the runtime calls, and builds the new descriptor (same
+/// sizes, identity strides) from the pointers they return.
+template <typename OpTy>
+class CopyLowering : public CopyPattern<OpTy> {
+public:
+  using CopyPattern<OpTy>::CopyPattern;
+  using OpAdaptor = typename OpTy::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
+    if (!sourceType)
+      return rewriter.notifyMatchFailure(op, "not bufferized");
+    auto resultType = cast<MemRefType>(getCopyResultType(op));
+    MemRefDescriptor source(adaptor.getSource());
+    FailureOr<CopyGeometry> geometry =
+        this->getCopyGeometry(op, sourceType, resultType, source, rewriter);
+    if (failed(geometry))
+      return failure();
     auto [allocated, aligned] =
-        emitCopy(op, source, sourceType, bytes, rewriter);
+        emitCopy(op, source, sourceType, geometry->bytes, rewriter);
     Value result = this->createMemRefDescriptor(
-        loc, resultType, allocated, aligned, sizes, strides, rewriter);
+        op.getLoc(), resultType, allocated, aligned, geometry->sizes,
+        geometry->strides, rewriter);
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -229,9 +260,9 @@ protected:
 /// byte counts, which fills an array of their handles (offloads) or tokens
 /// (loads); each member then becomes what a single start of it becomes.
 template <typename GroupOp>
-class GroupLowering : public ConvertOpToLLVMPattern<GroupOp> {
+class GroupLowering : public CopyPattern<GroupOp> {
 public:
-  using ConvertOpToLLVMPattern<GroupOp>::ConvertOpToLLVMPattern;
+  using CopyPattern<GroupOp>::CopyPattern;
   using OpAdaptor = typename GroupOp::Adaptor;
   static constexpr bool kOffload = std::is_same_v<GroupOp, OffloadGroupStartOp>;
 
@@ -245,9 +276,9 @@ public:
     Type indexType = this->getIndexType();
     struct Member {
       MemRefDescriptor source;
-      MemRefType sourceType, resultType;
-      Value pointer, bytes;
-      SmallVector<Value> sizes, strides;
+      MemRefType resultType;
+      Value pointer;
+      CopyGeometry geometry;
     };
     SmallVector<Member> members;
     for (auto [source, converted, future] : llvm::zip_equal(
@@ -257,36 +288,20 @@ public:
         return rewriter.notifyMatchFailure(op, "not bufferized");
       auto resultType = cast<MemRefType>(
           cast<FutureLikeType>(future.getType()).getValueType());
-      if (!this->getTypeConverter()->convertType(sourceType) ||
-          !this->getTypeConverter()->convertType(resultType))
-        return rewriter.notifyMatchFailure(op, "memref type not convertible");
-      std::optional<int64_t> elementBytes = getElementStorageBytes(
-          sourceType.getElementType(),
-          this->getTypeConverter()->getIndexTypeBitwidth());
-      if (!elementBytes)
-        return rewriter.notifyMatchFailure(op, "element size unknown");
-      Member member{MemRefDescriptor(converted), sourceType, resultType,
-                    Value(), Value(), {}, {}};
-      SmallVector<Value> dynamicSizes;
-      for (auto [i, size] : llvm::enumerate(sourceType.getShape()))
-        if (ShapedType::isDynamic(size))
-          dynamicSizes.push_back(member.source.size(rewriter, loc, i));
-      Value numElements;
-      this->getMemRefDescriptorSizes(loc, sourceType, dynamicSizes, rewriter,
-                                     member.sizes, member.strides, numElements,
-                                     /*sizeInBytes=*/false);
-      member.bytes = LLVM::MulOp::create(
-          rewriter, loc, indexType, numElements,
-          this->createIndexAttrConstant(rewriter, loc, indexType,
-                                        *elementBytes));
+      MemRefDescriptor descriptor(converted);
+      FailureOr<CopyGeometry> geometry = this->getCopyGeometry(
+          op, sourceType, resultType, descriptor, rewriter);
+      if (failed(geometry))
+        return failure();
       // An offload copies from the source's data; a load from the host
       // buffer's handle (its allocated pointer).
-      member.pointer =
-          kOffload ? member.source.bufferPtr(rewriter, loc,
-                                             *this->getTypeConverter(),
-                                             sourceType)
-                   : member.source.allocatedPtr(rewriter, loc);
-      members.push_back(std::move(member));
+      Value pointer =
+          kOffload ? descriptor.bufferPtr(rewriter, loc,
+                                          *this->getTypeConverter(),
+                                          sourceType)
+                   : descriptor.allocatedPtr(rewriter, loc);
+      members.push_back(
+          {descriptor, resultType, pointer, std::move(*geometry)});
     }
 
     int64_t n = members.size();
@@ -305,7 +320,7 @@ public:
     for (auto [i, member] : llvm::enumerate(members)) {
       LLVM::StoreOp::create(rewriter, loc, member.pointer,
                             slot(pointers, ptrType, i));
-      Value bytes = member.bytes;
+      Value bytes = member.geometry.bytes;
       if (indexType != i64)
         bytes = LLVM::ZExtOp::create(rewriter, loc, i64, bytes);
       LLVM::StoreOp::create(rewriter, loc, bytes, slot(sizes, i64, i));
@@ -327,8 +342,8 @@ public:
         aligned = callRuntime(rewriter, op, kHostData, {output});
       }
       results.push_back(this->createMemRefDescriptor(
-          loc, member.resultType, allocated, aligned, member.sizes,
-          member.strides, rewriter));
+          loc, member.resultType, allocated, aligned, member.geometry.sizes,
+          member.geometry.strides, rewriter));
     }
     rewriter.replaceOp(op, results);
     return success();
