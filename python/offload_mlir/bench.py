@@ -118,24 +118,27 @@ class Row:
     @property
     def grad_baseline(self) -> str:
         """The row whose gradients this one must match bit for bit: the
-        baseline, or with a recompute budget the same budget without
-        offloading (recompute changes which kernels run)."""
+        baseline, or with a recompute budget (or recompute=false) the same
+        partition without offloading (recompute changes which kernels run)."""
         if self.family == "offload-mlir" and "amb" in self.options:
             return f"compile:amb={self.options['amb']}"
+        if self.family == "offload-mlir" and not _flag(self.options.get("recompute", "true")):
+            return "compile:recompute=false"
         return self.baseline
 
 
 _FAMILIES = {
     # name: (compiled, needs CUDA, options it takes)
     "eager": (False, False, ()),
-    "compile": (True, False, ("amb",)),
+    "compile": (True, False, ("amb", "recompute")),
     "checkpoint": (False, False, ()),
     "checkpoint-compile": (True, False, ()),
     "torch-offload": (True, True, ()),
     "torch-offload-stream": (True, True, ("prefetch",)),
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
-    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb")),
+    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
+                                   "recompute")),
 }
 
 
@@ -158,24 +161,47 @@ def parse_row(spec: str) -> Row:
     return Row(spec, family, compiled, options, needs_cuda)
 
 
+def _flag(value: str) -> bool:
+    return value.lower() in ("1", "true", "yes")
+
+
+def _compiled_backend(row: Row):
+    """The torch.compile backend of a compiled row: Inductor, with PyTorch's
+    default_partition for `recompute=false`, or offload-mlir's."""
+    if row.family == "offload-mlir":
+        return _offload_mlir_backend(row)
+    if row.family == "compile" and not _flag(row.options.get("recompute", "true")):
+        from torch._inductor.compile_fx import compile_fx
+
+        from offload_mlir.bridge import SaveAllPartitioner
+
+        def save_all(gm, example_inputs):
+            return compile_fx(gm, example_inputs, config_patches={
+                "custom_partitioner_fn": SaveAllPartitioner()})
+        return save_all
+    return "inductor"
+
+
 def _offload_mlir_backend(row: Row):
     import offload_mlir
 
     kw: dict[str, Any] = {}
-    for key in ("plan", "min_bytes", "schedule", "budget"):
+    for key in ("plan", "min_bytes", "schedule", "budget", "recompute"):
         if key not in row.options:
             continue
         value: Any = row.options[key]
         if key == "min_bytes":
             value = int(value)
-        elif key == "schedule":
-            value = value.lower() in ("1", "true", "yes")
+        elif key in ("schedule", "recompute"):
+            value = _flag(value)
         elif key == "budget":
             try:
                 value = float(value) if "." in value else int(value)
             except ValueError:
                 pass  # a size string such as "20GiB"
         kw[key] = value
+    if "amb" in row.options:
+        kw["recompute_budget"] = float(row.options["amb"])
     return offload_mlir.backend(**kw)
 
 
@@ -574,7 +600,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         for layer in model.stack.layers:
             layer.forward = (lambda f: lambda *a: checkpoint(f, *a, use_reentrant=False))(
                 layer.forward)
-    if "amb" in o:
+    if fam == "compile" and "amb" in o:  # offload-mlir rows pass it to the backend
         torch._functorch.config.activation_memory_budget = float(o["amb"])
     if fam.startswith("torch-offload"):
         torch._functorch.config.enable_activation_offloading = True
@@ -594,8 +620,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         hooks = _torchtune_offloader(model)
 
     if row.compiled:
-        backend = _offload_mlir_backend(row) if fam == "offload-mlir" else "inductor"
-        compiled = torch.compile(model, backend=backend, dynamic=False)
+        compiled = torch.compile(model, backend=_compiled_backend(row), dynamic=False)
 
         def forward(tokens, targets):
             return compiled(tokens, targets)
@@ -705,16 +730,22 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
     for row in (row_a, row_b):
         if not row.compiled or row.family not in ("compile", "offload-mlir"):
             raise ValueError(f"--paired takes compile and offload-mlir rows, not {row.name}")
-    if row_a.options.get("amb") != row_b.options.get("amb"):
-        raise ValueError("--paired rows must share the recompute budget (amb=)")
+    # A compile row's recompute budget is torch's process-wide setting, which
+    # an offload-mlir row without its own amb= would inherit.
+    for row, other in ((row_a, row_b), (row_b, row_a)):
+        if (row.family == "compile" and "amb" in row.options
+                and other.options.get("amb") != row.options["amb"]):
+            raise ValueError("--paired: a compile row's amb= applies to both rows; "
+                             "give the other row the same amb=")
     device = args.device
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     if args.deterministic:
         torch.use_deterministic_algorithms(True)
-    if "amb" in row_a.options:
-        torch._functorch.config.activation_memory_budget = float(row_a.options["amb"])
+    for row in (row_a, row_b):
+        if row.family == "compile" and "amb" in row.options:
+            torch._functorch.config.activation_memory_budget = float(row.options["amb"])
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     cfg = models.LlamaConfig(hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                              ffn=args.ffn)
@@ -725,8 +756,8 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
                                dtype=dtype)
         opt = (torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
                if args.optimizer == "adamw" else None)
-        backend = _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
-        steps.append((model, torch.compile(model, backend=backend, dynamic=False), opt))
+        steps.append((model, torch.compile(model, backend=_compiled_backend(row),
+                                           dynamic=False), opt))
     g = torch.Generator().manual_seed(1)
     data = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=g).to(device)
             for _ in range(2)]
