@@ -118,27 +118,24 @@ class Row:
     @property
     def grad_baseline(self) -> str:
         """The row whose gradients this one must match bit for bit: the
-        baseline, or with a recompute budget (or recompute=false) the same
-        partition without offloading (recompute changes which kernels run)."""
+        baseline, or with a recompute budget the same budget without
+        offloading (recompute changes which kernels run)."""
         if self.family == "offload-mlir" and "amb" in self.options:
             return f"compile:amb={self.options['amb']}"
-        if self.family == "offload-mlir" and not _flag(self.options.get("recompute", "true")):
-            return "compile:recompute=false"
         return self.baseline
 
 
 _FAMILIES = {
     # name: (compiled, needs CUDA, options it takes)
     "eager": (False, False, ()),
-    "compile": (True, False, ("amb", "recompute")),
+    "compile": (True, False, ("amb",)),
     "checkpoint": (False, False, ()),
     "checkpoint-compile": (True, False, ()),
     "torch-offload": (True, True, ()),
     "torch-offload-stream": (True, True, ("prefetch",)),
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
-    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
-                                   "recompute")),
+    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb")),
 }
 
 
@@ -161,39 +158,22 @@ def parse_row(spec: str) -> Row:
     return Row(spec, family, compiled, options, needs_cuda)
 
 
-def _flag(value: str) -> bool:
-    return value.lower() in ("1", "true", "yes")
-
-
 def _compiled_backend(row: Row):
-    """The torch.compile backend of a compiled row: Inductor, with PyTorch's
-    default_partition for `recompute=false`, or offload-mlir's."""
-    if row.family == "offload-mlir":
-        return _offload_mlir_backend(row)
-    if row.family == "compile" and not _flag(row.options.get("recompute", "true")):
-        from torch._inductor.compile_fx import compile_fx
-
-        from offload_mlir.bridge import SaveAllPartitioner
-
-        def save_all(gm, example_inputs):
-            return compile_fx(gm, example_inputs, config_patches={
-                "custom_partitioner_fn": SaveAllPartitioner()})
-        return save_all
-    return "inductor"
+    return _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
 
 
 def _offload_mlir_backend(row: Row):
     import offload_mlir
 
     kw: dict[str, Any] = {}
-    for key in ("plan", "min_bytes", "schedule", "budget", "recompute"):
+    for key in ("plan", "min_bytes", "schedule", "budget"):
         if key not in row.options:
             continue
         value: Any = row.options[key]
         if key == "min_bytes":
             value = int(value)
-        elif key in ("schedule", "recompute"):
-            value = _flag(value)
+        elif key == "schedule":
+            value = value.lower() in ("1", "true", "yes")
         elif key == "budget":
             try:
                 value = float(value) if "." in value else int(value)

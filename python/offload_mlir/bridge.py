@@ -8,9 +8,7 @@ The backend runs Inductor's `compile_fx` with
 For each training graph the partitioner
 
 1. runs Inductor's own `min_cut_rematerialization_partition` (what to save
-   and what to recompute stays PyTorch's decision), or with
-   `recompute=False` PyTorch's `default_partition`, which saves every value
-   backward needs and recomputes nothing;
+   and what to recompute stays PyTorch's decision);
 2. exports the forward and backward graphs as trace-dialect MLIR;
 3. runs the `offload-activations` pipeline in-process through the C API
    (MLIR linked statically, no MLIR installation needed);
@@ -99,11 +97,6 @@ class OffloadOptions:
     # (None: torch's own setting): the fraction of the saved bytes the
     # partitioner keeps, recomputing the rest in backward.
     recompute_budget: float | None = None
-    # False: partition with PyTorch's default_partition, which saves every
-    # forward value backward reads instead of recomputing the cheap ones in
-    # backward; the plan offloads from the larger saved set, and backward
-    # runs no recomputation.
-    recompute: bool = True
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -122,11 +115,6 @@ class OffloadOptions:
                 or not 0 <= self.recompute_budget <= 1):
             raise ValueError("recompute_budget must be a fraction in [0, 1], "
                              f"not {self.recompute_budget!r}")
-        if not isinstance(self.recompute, bool):
-            raise ValueError(f"recompute must be True or False, not {self.recompute!r}")
-        if not self.recompute and self.recompute_budget is not None:
-            raise ValueError("recompute_budget needs recompute=True: without "
-                             "recomputation there is no recompute budget")
 
     def resolved_device_profile(self) -> str | None:
         """`device_profile`, or the packaged profile measured on this kind of
@@ -238,8 +226,14 @@ class OffloadPartitioner(CustomPartitionerFn):
         ).hexdigest()
 
     def __call__(self, gm, joint_inputs, **kwargs):
-        fw, bw = partition(gm, joint_inputs, recompute=self.options.recompute,
-                           recompute_budget=self.options.recompute_budget, **kwargs)
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+        if self.options.recompute_budget is None:
+            fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        else:
+            with torch._functorch.config.patch(
+                    activation_memory_budget=float(self.options.recompute_budget)):
+                fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
         num_fwd_outputs = int(kwargs["num_fwd_outputs"])
         try:
             new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, self.options)
@@ -252,34 +246,6 @@ class OffloadPartitioner(CustomPartitionerFn):
             return fw, bw
         _record(report)
         return new_fw, new_bw
-
-
-def partition(gm, joint_inputs, *, recompute: bool = True,
-              recompute_budget: float | None = None, **kwargs):
-    """Split a joint graph into forward and backward: Inductor's min-cut
-    partition (under `recompute_budget` if given), or with `recompute=False`
-    PyTorch's default_partition, which saves what backward reads."""
-    from torch._functorch.partitioners import (default_partition,
-                                               min_cut_rematerialization_partition)
-
-    if not recompute:
-        kwargs.pop("compiler", None)  # default_partition has no such argument
-        return default_partition(gm, joint_inputs, **kwargs)
-    if recompute_budget is None:
-        return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
-    with torch._functorch.config.patch(activation_memory_budget=float(recompute_budget)):
-        return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
-
-
-class SaveAllPartitioner(CustomPartitionerFn):
-    """Inductor with PyTorch's default_partition and no offloading: the
-    baseline of `backend(recompute=False)`."""
-
-    def uuid(self) -> Any:
-        return "offload_mlir.SaveAllPartitioner"
-
-    def __call__(self, gm, joint_inputs, **kwargs):
-        return partition(gm, joint_inputs, recompute=False, **kwargs)
 
 
 class _Fallback(Exception):
@@ -420,7 +386,6 @@ def backend(
     max_inflight_bytes: str | None = None,
     compiler: str = "inductor",
     recompute_budget: float | None = None,
-    recompute: bool = True,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -434,15 +399,13 @@ def backend(
     `recompute_budget` (Inductor's `activation_memory_budget` for these
     graphs: recompute in backward what the partitioner chooses, then
     offload from what it saves; the report lists the recomputed ops and
-    their predicted time), and `recompute` (False: partition with
-    PyTorch's default_partition, which recomputes nothing in backward and
-    saves what backward reads; the plan offloads from that larger set).
+    their predicted time).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
         budget=budget, schedule=schedule, device_profile=device_profile,
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
-        recompute_budget=recompute_budget, recompute=recompute,
+        recompute_budget=recompute_budget,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

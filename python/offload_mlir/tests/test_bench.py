@@ -249,3 +249,20 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
         [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
          "--paired", "eager,compile"], cwd=_PYTHON, capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr
+    # A compile row's recompute budget is process-wide: the other row must
+    # name the same one, not inherit it silently.
+    bad = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--paired", "compile:amb=0.5,offload-mlir"], cwd=_PYTHON, capture_output=True,
+        text=True, timeout=300)
+    assert bad.returncode != 0 and "a compile row's amb= applies to both rows" in bad.stderr
+
+
+def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
+    """Not torch's process-wide setting: so a paired compile row without a
+    budget runs without one."""
+    _require_bridge()
+    backend = bench._offload_mlir_backend(bench.parse_row("offload-mlir:amb=0.7:plan=all"))
+    assert backend.options.recompute_budget == 0.7 and backend.options.plan == "all"
+    assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
+        .recompute_budget is None
