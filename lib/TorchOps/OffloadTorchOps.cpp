@@ -31,11 +31,12 @@
 
 #include "offload_torch_ops.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/Device.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -330,6 +331,25 @@ bool sameLayout(c10::IntArrayRef sizes, c10::IntArrayRef a,
   return true;
 }
 
+/// An uninitialized dense tensor whose every byte the caller overwrites
+/// (with a copy). Not at::empty_strided: under
+/// torch.use_deterministic_algorithms(True), with
+/// torch.utils.deterministic.fill_uninitialized_memory (on by default), that
+/// fills the new memory with NaN first, a memory-bound kernel per copy for
+/// bytes the copy replaces anyway. On a CUDA device, from PyTorch's caching
+/// allocator on the current stream, as at::empty_strided allocates; on the
+/// CPU pinned if `pinned`.
+at::Tensor emptyToOverwrite(c10::IntArrayRef size, c10::IntArrayRef stride,
+                            at::ScalarType dtype, const c10::Device &device,
+                            bool pinned = false) {
+  if (!device.is_cuda())
+    return at::Tensor(at::detail::empty_strided_cpu(size, stride, dtype, pinned));
+  c10::cuda::CUDAGuard guard(device);
+  return at::Tensor(at::detail::empty_strided_generic(
+      size, stride, c10::cuda::CUDACachingAllocator::get(),
+      c10::DispatchKeySet(c10::DispatchKey::CUDA), dtype));
+}
+
 /// A 1-D uint8 tensor over the byte span of a non-overlapping and dense
 /// tensor (numel * itemsize bytes from t.data_ptr()), sharing its storage.
 at::Tensor bytesOf(const at::Tensor &t) {
@@ -391,7 +411,7 @@ at::Tensor offloadStart(const at::Tensor &src, c10::IntArrayRef stride,
   bool temporary = !sameLayout(src.sizes(), src.strides(), stride);
   at::Tensor dense = src;
   if (temporary) {
-    dense = at::empty_strided(src.sizes(), stride, src.options());
+    dense = emptyToOverwrite(src.sizes(), stride, src.scalar_type(), src.device());
     dense.copy_(src);
   }
 
@@ -415,8 +435,8 @@ at::Tensor offloadStart(const at::Tensor &src, c10::IntArrayRef stride,
         "grow (OFFLOAD_RT_POOL_BYTES / OFFLOAD_RT_POOL_GROWABLE); copying "
         "synchronously into ordinary host memory instead. Further fallbacks "
         "are counted in offload_mlir.ops.runtime_stats()['fallbacks'].");
-    at::Tensor host =
-        at::empty({bytes}, hostOptions.pinned_memory(t.device != kSim));
+    at::Tensor host = emptyToOverwrite({bytes}, {1}, at::kByte, c10::kCPU,
+                                       /*pinned=*/t.device != kSim);
     host.copy_(bytesOf(dense)); // blocking: the data is there on return
     putPending(&State::offloads, host.const_data_ptr(), {t.ctx, nullptr, t.device});
     return host;
@@ -524,8 +544,7 @@ at::Tensor startLoad(const at::Tensor &host, c10::IntArrayRef size,
   // From PyTorch's caching allocator, on the compute stream: memory that
   // work already enqueued there may still use (the copy waits for it). Dense
   // with `stride`, so its bytes are the span [data_ptr, data_ptr + bytes).
-  at::Tensor dst = at::empty_strided(
-      size, stride, at::TensorOptions().dtype(dtype).device(dstDevice));
+  at::Tensor dst = emptyToOverwrite(size, stride, dtype, dstDevice);
   *pending = {t.ctx, nullptr, t.device};
   if (bytes == 0)
     return dst;

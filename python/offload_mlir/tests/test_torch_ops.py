@@ -254,6 +254,37 @@ def test_strided_sources(make, own_layout, requested):
     assert s["d2h_bytes"] == src.numel() * 4 + 4
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA"))])
+def test_deterministic_mode_fills_no_memory_the_copies_overwrite(device):
+    """Under torch.use_deterministic_algorithms(True) PyTorch fills new
+    memory with NaN (torch.utils.deterministic.fill_uninitialized_memory).
+    A load's destination and an offload's layout temporary are overwritten
+    whole by their copies: the ops allocate them without that fill, which
+    on the H100 cost a memory-bound kernel per load (1.0 ms a step for 23
+    loads of the bf16x8 benchmark)."""
+    src = _sample(torch.float32, (24, 16), seed=5).to(device).t()  # not dense-contiguous
+    stride = ops.contiguous_stride(src)  # so the offload needs a temporary
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert torch.utils.deterministic.fill_uninitialized_memory
+        assert torch.isnan(torch.empty(4, device=device)).all()  # the fill is on
+        with torch.profiler.profile() as prof:
+            host = ops.offload_start(src, stride, [])
+            ops.offload_wait(host, src, [])
+            back = ops.load(host, *ops.layout(src, stride), [])
+            dst = ops.load_start(host, *ops.layout(src, stride), [])
+            ops.load_wait(dst, host, [])
+        names = {e.name for e in prof.events()}
+        assert not names & {"aten::fill_", "aten::empty_strided", "aten::empty"}, names
+        _check_host(host, src, stride)
+        _check_loaded(back, src, stride, device)
+        _check_loaded(dst, src, stride, device)
+    finally:
+        torch.use_deterministic_algorithms(was)
+
+
 def test_source_strides_differ_from_the_requested_layout():
     # A channels-last source saved with contiguous strides, and vice versa:
     # the host bytes follow the requested layout, the loads rebuild it.
