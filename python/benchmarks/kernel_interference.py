@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Which kernels the copies slow down, measured on the training step itself.
+
+Builds two compiled rows of `python -m offload_mlir.bench` in one process
+(default: `compile` and an offload-mlir budget plan), warms both up, then
+profiles single steps of each, alternating A B B A ..., with torch.profiler.
+For each round it aligns B's kernels with A's by name (Inductor compiles
+both from the same model, so apart from the copies' own ops the kernel
+sequences match) and reports, per kernel class (GEMMs, attention, the
+rest: Triton's fused memory-bound kernels and ATen's elementwise ones):
+
+* the kernel time of A, and how much longer the matched kernels of B ran;
+* the part of B's kernel time that ran while a copy transferred, and the
+  added time per second of such overlap: the measured counterpart of the
+  device profile's `copy_interference` (0.018, calibrated beside adds; 0
+  beside GEMMs);
+* the same comparison between two steps of A, as the noise floor.
+
+    python python/benchmarks/kernel_interference.py --config bf16x8 \\
+        --rows compile,offload-mlir:budget=15750000000 --rounds 8 --out OUT.json
+
+It needs CUDA, the bridge's libraries (scripts/stage-python.sh) and
+PYTHONPATH=python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+
+CLASSES = ("gemm", "attention", "other")
+
+
+def kernel_class(name: str) -> str:
+    n = name.lower()
+    if "flash" in n or "fmha" in n or "attention" in n:
+        return "attention"
+    if any(k in n for k in ("nvjet", "gemm", "cutlass", "xmma", "cublas")):
+        return "gemm"
+    return "other"
+
+
+def matching_name(name: str) -> str:
+    """A kernel's name without Inductor's numbering (`triton_poi_fused_add_12`
+    is the 12th such kernel of its graph; the same kernel of the other row's
+    graph may have another number)."""
+    return re.sub(r"_\d+$", "", name)
+
+
+def read_trace(path: str) -> tuple[list[tuple[float, float, str]], list[tuple[float, float]]]:
+    """(kernels, copies) of a chrome trace, in microseconds, sorted."""
+    with open(path) as f:
+        events = json.load(f).get("traceEvents", [])
+    kernels, copies = [], []
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        start, dur = float(e.get("ts", 0)), float(e.get("dur", 0))
+        name = e.get("name", "")
+        if e.get("cat") == "kernel":
+            kernels.append((start, start + dur, name))
+        elif e.get("cat") == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
+            copies.append((start, start + dur))
+    return sorted(kernels), sorted(copies)
+
+
+def overlap(a: float, b: float, spans: list[tuple[float, float]]) -> float:
+    """Microseconds of [a, b) under any of `spans` (each counted once per
+    span: two copies at once count twice, as the model's transfer seconds
+    summed over the streams do)."""
+    return sum(max(0.0, min(b, y) - max(a, x)) for x, y in spans if x < b and y > a)
+
+
+def _idle(kernels, copies) -> float:
+    """Microseconds between the first kernel's start and the last one's end
+    with no kernel (and none of `copies`) running."""
+    spans = sorted([(a, b) for a, b, _ in kernels] + list(copies))
+    if not kernels:
+        return 0.0
+    start, end = kernels[0][0], max(b for _, b, _ in kernels)
+    idle, reach = 0.0, start
+    for a, b in spans:
+        if a > reach:
+            idle += min(a, end) - reach
+        reach = max(reach, b)
+        if reach >= end:
+            break
+    return idle
+
+
+def compare(base, other) -> dict:
+    """Align other's kernels with base's by name; per class, base's time,
+    the matched kernels' added time, and other's copy overlap."""
+    (bk, _), (ok, oc) = base, other
+    matcher = difflib.SequenceMatcher(None, [matching_name(k[2]) for k in bk],
+                                      [matching_name(k[2]) for k in ok], autojunk=False)
+    out = {c: {"base_us": 0.0, "added_us": 0.0, "overlap_us": 0.0, "added_under_copy_us": 0.0,
+               "added_clear_us": 0.0, "kernels": 0} for c in CLASSES}
+    matched = 0
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            b = bk[block.a + i]
+            o = ok[block.b + i]
+            c = out[kernel_class(b[2])]
+            added = (o[1] - o[0]) - (b[1] - b[0])
+            under = overlap(o[0], o[1], oc)
+            c["kernels"] += 1
+            c["base_us"] += b[1] - b[0]
+            c["added_us"] += added
+            c["overlap_us"] += under
+            c["added_under_copy_us" if under > 0 else "added_clear_us"] += added
+            matched += 1
+    unmatched_base = sum(k[1] - k[0] for k in bk) - sum(v["base_us"] for v in out.values())
+    unmatched_other = (sum(k[1] - k[0] for k in ok)
+                       - sum(v["base_us"] + v["added_us"] for v in out.values()))
+    # What one row runs and the other does not, by name: kernels the copies
+    # brought in, or a fusion the rebuilt graph changed.
+    unmatched: list[dict[str, list[float]]] = [{}, {}]
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for side, ks in ((0, bk[i1:i2]), (1, ok[j1:j2])):
+            for k in ks:
+                entry = unmatched[side].setdefault(matching_name(k[2])[:120], [0, 0.0])
+                entry[0] += 1
+                entry[1] += k[1] - k[0]
+    # Device time with no kernel running, and with neither kernel nor copy.
+    idle = [_idle(ks, []) for ks in (bk, ok)] + [_idle(ok, oc)]
+    totals = {c: [sum(k[1] - k[0] for k in ks if kernel_class(k[2]) == c) for ks in (bk, ok)]
+              for c in CLASSES}
+    span = [ks[-1][1] - ks[0][0] if ks else 0.0 for ks in (bk, ok)]
+    return {"classes": out, "matched": matched, "kernels": [len(bk), len(ok)],
+            # Every kernel of each step by class, matched or not, and the
+            # device's span from the first kernel's start to the last one's end.
+            "class_totals_us": totals, "span_us": span,
+            "idle_us": {"base": idle[0], "other": idle[1], "other_without_copy": idle[2]},
+            "unmatched_base": unmatched[0], "unmatched_other": unmatched[1],
+            "unmatched_base_us": unmatched_base, "unmatched_other_us": unmatched_other,
+            "copy_us": sum(y - x for x, y in oc)}
+
+
+def summarize(rounds: list[dict]) -> dict:
+    """Per class: medians over the rounds, and the added time per second of
+    copy overlap."""
+    summary = {}
+    for c in CLASSES:
+        rows = [r["classes"][c] for r in rounds]
+        med = {k: statistics.median(row[k] for row in rows) for k in rows[0]}
+        ratios = [row["added_under_copy_us"] / row["overlap_us"] for row in rows
+                  if row["overlap_us"] > 0]
+        med["added_per_copy_second"] = statistics.median(ratios) if ratios else None
+        summary[c] = med
+    for c in CLASSES:
+        summary[c]["all_added_us"] = statistics.median(
+            r["class_totals_us"][c][1] - r["class_totals_us"][c][0] for r in rounds)
+    for key in ("base", "other", "other_without_copy"):
+        summary[f"idle_{key}_us"] = statistics.median(r["idle_us"][key] for r in rounds)
+    summary["span_added_us"] = statistics.median(r["span_us"][1] - r["span_us"][0]
+                                                 for r in rounds)
+    summary["unmatched_other_us"] = statistics.median(r["unmatched_other_us"] for r in rounds)
+    summary["unmatched_base_us"] = statistics.median(r["unmatched_base_us"] for r in rounds)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from offload_mlir import bench, models
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="bf16x8", choices=sorted(bench.CONFIGS))
+    p.add_argument("--rows", default="compile,offload-mlir:budget=15750000000")
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--out", default=None, help="JSON path for every figure")
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("kernel_interference.py needs CUDA", file=sys.stderr)
+        return 2
+    cfg = dict(bench.MODEL_DEFAULTS) | bench.CONFIGS[args.config]
+    rows = [bench.parse_row(r) for r in args.rows.split(",")]
+    if len(rows) != 2 or any(r.family not in ("compile", "offload-mlir") for r in rows):
+        p.error("--rows takes two compiled rows: compile or offload-mlir")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.use_deterministic_algorithms(True)
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
+    llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
+                               kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])
+    steps = []
+    for row in rows:
+        torch.manual_seed(0)
+        model = models.LlamaLM(llama, cfg["layers"], cfg["seq"], cfg["vocab"], device="cuda",
+                               dtype=dtype)
+        steps.append((model, torch.compile(model, backend=bench._compiled_backend(row),
+                                           dynamic=False)))
+    tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
+                           generator=torch.Generator().manual_seed(1)).cuda()
+
+    def step(which: int) -> None:
+        model, compiled = steps[which]
+        for q in model.parameters():
+            q.grad = None
+        torch.cuda.synchronize()
+        compiled(tokens[:, :-1], tokens[:, 1:]).backward()
+        torch.cuda.synchronize()
+
+    for _ in range(args.warmup):
+        step(0)
+        step(1)
+    # The first profiled steps run slower (about 10%): profile one of each
+    # and drop it.
+    for which in (0, 1):
+        with profile(activities=[ProfilerActivity.CUDA]):
+            step(which)
+    traces: list[list] = [[], []]
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    step(which)
+                path = os.path.join(tmp, f"{which}-{r}.json")
+                prof.export_chrome_trace(path)
+                traces[which].append(read_trace(path))
+    versus = [compare(a, b) for a, b in zip(traces[0], traces[1])]
+    noise = [compare(traces[0][i], traces[0][i + 1]) for i in range(len(traces[0]) - 1)]
+    doc = {"rows": [r.name for r in rows], "config": args.config, "rounds": args.rounds,
+           "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "versus": summarize(versus), "noise": summarize(noise) if noise else None,
+           "per_round": versus, "noise_per_round": noise}
+    print(f"{rows[1].name} against {rows[0].name}, {args.config}, median of "
+          f"{args.rounds} rounds ({doc['device']})")
+    print("| class | kernel time (A) | added in B (matched) | of it under copies | copy overlap "
+          "| added per copy second | noise: A against A | added in B (all kernels) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for c in CLASSES:
+        v, n = doc["versus"][c], (doc["noise"] or {}).get(c, {})
+        per = v["added_per_copy_second"]
+        print(f"| {c} | {v['base_us'] / 1e3:.2f} ms | {v['added_us'] / 1e3:+.3f} ms | "
+              f"{v['added_under_copy_us'] / 1e3:+.3f} ms | {v['overlap_us'] / 1e3:.1f} ms | "
+              f"{'' if per is None else f'{per:.4f}'} | "
+              f"{n.get('added_us', 0) / 1e3:+.3f} ms | {v['all_added_us'] / 1e3:+.3f} ms |")
+    print(f"device span (first kernel to last): B {doc['versus']['span_added_us'] / 1e3:+.3f} ms "
+          f"against A; A against A {(doc['noise'] or {}).get('span_added_us', 0) / 1e3:+.3f} ms")
+    v = doc["versus"]
+    print(f"device idle (no kernel): A {v['idle_base_us'] / 1e3:.3f} ms, B "
+          f"{v['idle_other_us'] / 1e3:.3f} ms, of it with no copy either "
+          f"{v['idle_other_without_copy_us'] / 1e3:.3f} ms")
+    last = versus[-1]
+    for side, key in (("B", "unmatched_other"), ("A", "unmatched_base")):
+        worst = sorted(last[key].items(), key=lambda kv: -kv[1][1])[:8]
+        print(f"{side}'s kernels without a match (last round): " + "; ".join(
+            f"{n} x{c} {us / 1e3:.3f} ms" for n, (c, us) in worst))
+    print(f"kernels of B without a match in A: {doc['versus']['unmatched_other_us'] / 1e3:.3f} ms;"
+          f" of A without a match in B: {doc['versus']['unmatched_base_us'] / 1e3:.3f} ms")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

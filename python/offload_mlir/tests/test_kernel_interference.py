@@ -1,0 +1,46 @@
+"""The trace arithmetic of python/benchmarks/kernel_interference.py (the
+profiling itself needs CUDA and runs on the H100)."""
+
+import importlib.util
+import os
+
+import pytest
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PATH = os.path.join(_HERE, "..", "..", "benchmarks", "kernel_interference.py")
+_spec = importlib.util.spec_from_file_location("kernel_interference", _PATH)
+ki = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ki)
+
+
+def test_kernel_classes_and_names():
+    assert ki.kernel_class("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") == "gemm"
+    assert ki.kernel_class("void pytorch_flash::flash_bwd_dq_dk_dv_loop") == "attention"
+    assert ki.kernel_class("triton_poi_fused_add_mul_3") == "other"
+    # Inductor numbers its kernels per graph: the same kernel of two graphs
+    # may differ only in that number.
+    assert ki.matching_name("triton_poi_fused_add_12") == "triton_poi_fused_add"
+    assert ki.matching_name("sm90_xmma_gemm_bf16") == "sm90_xmma_gemm_bf16"
+
+
+def test_compare_aligns_kernels_and_charges_copy_overlap():
+    # Base: a GEMM, a fused kernel, attention. Other: the same three, the
+    # fused kernel 2 us longer while a copy ran beside it, one extra kernel
+    # (a fill), and a 2 us gap with a copy running.
+    base = ([(0, 10, "nvjet_a"), (10, 20, "triton_poi_x_1"), (20, 30, "flash_fwd")], [])
+    other = ([(0, 10, "nvjet_a"), (10, 22, "triton_poi_x_3"), (22, 23, "fill"),
+              (25, 35, "flash_fwd")], [(5, 15), (23, 25)])
+    r = ki.compare(base, other)
+    assert r["matched"] == 3 and r["kernels"] == [3, 4]
+    gemm, other_class = r["classes"]["gemm"], r["classes"]["other"]
+    assert gemm["added_us"] == 0 and gemm["overlap_us"] == 5
+    assert other_class["added_us"] == 2 and other_class["overlap_us"] == 5
+    assert other_class["added_under_copy_us"] == 2 and other_class["added_clear_us"] == 0
+    assert r["unmatched_other"] == {"fill": [1, 1.0]} and r["unmatched_base"] == {}
+    assert r["class_totals_us"]["other"] == [10, 13]
+    assert r["span_us"] == [30, 35]
+    # 2 us without a kernel, all of it with a copy running.
+    assert r["idle_us"] == {"base": 0.0, "other": 2.0, "other_without_copy": 0.0}
+    s = ki.summarize([r, r])
+    assert s["other"]["added_per_copy_second"] == pytest.approx(0.4)
+    assert s["other"]["all_added_us"] == 3 and s["span_added_us"] == 5
