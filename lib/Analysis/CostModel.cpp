@@ -349,5 +349,6 @@ OpCost CostModel::estimate(Operation *op) const {
   }
   double memorySeconds = cost.bytes / profile.hbmBandwidth;
   cost.seconds = std::max(computeSeconds, memorySeconds) + profile.opOverhead;
+  cost.memoryBound = memorySeconds > 0 && memorySeconds >= computeSeconds;
   return cost;
 }

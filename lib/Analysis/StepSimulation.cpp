@@ -91,12 +91,15 @@ private:
 void StepModelBuilder::addOp(Operation *op, bool backward) {
   unsigned pos = model.ops.size();
   model.positions[op] = pos;
-  auto fused = fusedSeconds.find(op);
-  StepModel::SimOp simOp{op,
-                         fused != fusedSeconds.end()
-                             ? fused->second
-                             : costModel.estimate(op).seconds,
-                         {}, {}};
+  // A fused op is memory-bound by construction (isFusableMemoryBound).
+  StepModel::SimOp simOp{op, 0, /*memoryBound=*/true, {}, {}};
+  if (auto fused = fusedSeconds.find(op); fused != fusedSeconds.end()) {
+    simOp.seconds = fused->second;
+  } else {
+    OpCost cost = costModel.estimate(op);
+    simOp.seconds = cost.seconds;
+    simOp.memoryBound = cost.memoryBound;
+  }
   auto recordCopy = [&](PlannedCopy::Kind kind, Value source, Value result) {
     std::optional<Ref> ref = lookup(source);
     if (!ref)
@@ -1333,9 +1336,11 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
     opStart[pos] = time;
     if (pos < numOps) {
       double seconds = ops[pos].seconds;
-      if (copyInterference > 0) {
-        // The op runs longer by the share of copy transfer beside it (the
-        // streams run on meanwhile, but the added time is not charged again).
+      if (copyInterference > 0 && ops[pos].memoryBound) {
+        // A memory-bound op runs longer by the share of copy transfer beside
+        // it (the streams run on meanwhile, but the added time is not
+        // charged again). Compute-bound ops (matmuls, attention) lose
+        // nothing measurable to the copies' memory traffic.
         double transferred = streams.getTransferSeconds();
         streams.run(time + seconds);
         double slowdown =

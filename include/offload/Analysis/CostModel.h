@@ -50,9 +50,12 @@ struct DeviceProfile {
   double copyLatency = 10e-6;
   /// Fixed cost of one op that does work.
   double opOverhead = 2e-6;
-  /// Kernel time added per second a copy transfers beside it, per copy
-  /// stream: copies share the memory system with the kernels they overlap.
-  /// 0 unless measured (`python -m offload_mlir.calibrate`).
+  /// Time a memory-bound kernel (OpCost::memoryBound) runs longer per
+  /// second a copy transfers beside it, per copy stream: copies share the
+  /// device memory's bandwidth with it. Compute-bound kernels lose nothing
+  /// measurable (H100: 0 beside GEMMs and attention, 0.017-0.018 beside
+  /// adds and Inductor's fused kernels). 0 unless measured
+  /// (`python -m offload_mlir.calibrate`).
   double copyInterference = 0;
 
   /// FLOP/s for arithmetic on `elementType`.
@@ -89,6 +92,11 @@ struct OpCost {
   double seconds = 0;
   /// True if the op only views its operand (no work, no memory).
   bool isView = false;
+  /// True if its time is device-memory traffic rather than arithmetic (its
+  /// bytes take longer than its flops): copies beside it take bandwidth
+  /// from it (DeviceProfile::copyInterference). Matmuls and attention are
+  /// not; elementwise ops and reductions are.
+  bool memoryBound = false;
   /// False if the model fell back to its default for an op it does not know.
   bool known = true;
 };

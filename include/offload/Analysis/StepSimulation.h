@@ -320,6 +320,8 @@ private:
   struct SimOp {
     Operation *op;
     double seconds;
+    /// OpCost::memoryBound: copy_interference slows it.
+    bool memoryBound;
     SmallVector<unsigned> defs;
     SmallVector<Ref> uses;
   };
