@@ -55,6 +55,13 @@ inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
   return execution;
 }
 
+/// ExecutionModel::loadLead from the `load-lead` option, whose negative
+/// default stands for `copy-margin`'s value (the one margin both meant
+/// before they were separate options).
+inline double getLoadLead(double copyMargin, double loadLead) {
+  return loadLead < 0 ? copyMargin : loadLead;
+}
+
 /// Parses a byte-size option (offload_support::parseByteSize: 2GiB, 1.5GB,
 /// 4096); emits an error naming the option and why on failure.
 inline FailureOr<int64_t> parseBytesOption(StringRef optionName,

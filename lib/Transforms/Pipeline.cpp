@@ -26,6 +26,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.budget = options.budget;
     plan.maxSlowdown = options.maxSlowdown;
     plan.copyMargin = options.copyMargin;
+    plan.loadLead = options.loadLead;
     plan.maxInterference = options.maxInterference;
     plan.hiddenPatience = options.hiddenPatience;
     plan.schedule = options.schedule;
@@ -44,6 +45,7 @@ static void buildPipeline(OpPassManager &pm,
     schedule.maxInflightBytes = options.maxInflightBytes;
     schedule.coalesceBelow = options.coalesceBelow;
     schedule.copyMargin = options.copyMargin;
+    schedule.loadLead = options.loadLead;
     schedule.deviceProfile = options.deviceProfile;
     schedule.release = options.release;
     schedule.fuseMemoryBound = options.fuseMemoryBound;

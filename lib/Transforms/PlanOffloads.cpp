@@ -315,7 +315,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     }
     for (auto [name, value] :
          {std::pair<StringRef, double>{"copy-margin", copyMargin},
-          {"max-interference", maxInterference}}) {
+          {"max-interference", maxInterference},
+          {"load-lead", getLoadLead(copyMargin, loadLead)}}) {
       if (!(value >= 0) || !std::isfinite(value)) {
         emitError(getOperation().getLoc())
             << name << " must be a finite fraction >= 0, got " << value;
@@ -331,7 +332,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     if (failed(profile))
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
-    execution.loadLead = copyMargin;
+    execution.loadLead = getLoadLead(copyMargin, loadLead);
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();

@@ -460,13 +460,15 @@ struct ScheduleCopies
         getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    if (!(copyMargin >= 0) || !std::isfinite(copyMargin)) {
+    double lead = getLoadLead(copyMargin, loadLead);
+    if (!(lead >= 0) || !std::isfinite(lead)) {
       emitError(getOperation().getLoc())
-          << "copy-margin must be a finite fraction >= 0, got " << copyMargin;
+          << (loadLead < 0 ? "copy-margin" : "load-lead")
+          << " must be a finite fraction >= 0, got " << lead;
       return signalPassFailure();
     }
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
-    execution.loadLead = copyMargin;
+    execution.loadLead = lead;
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",
                          maxInflightBytes, getOperation());

@@ -135,7 +135,8 @@ _FAMILIES = {
     "torch-offload-stream": (True, True, ("prefetch",)),
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
-    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb")),
+    "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
+                                   "load_lead")),
 }
 
 
@@ -166,12 +167,14 @@ def _offload_mlir_backend(row: Row):
     import offload_mlir
 
     kw: dict[str, Any] = {}
-    for key in ("plan", "min_bytes", "schedule", "budget"):
+    for key in ("plan", "min_bytes", "schedule", "budget", "load_lead"):
         if key not in row.options:
             continue
         value: Any = row.options[key]
         if key == "min_bytes":
             value = int(value)
+        elif key == "load_lead":
+            value = float(value)
         elif key == "schedule":
             value = value.lower() in ("1", "true", "yes")
         elif key == "budget":

@@ -97,6 +97,10 @@ class OffloadOptions:
     # (None: torch's own setting): the fraction of the saved bytes the
     # partitioner keeps, recomputing the rest in backward.
     recompute_budget: float | None = None
+    # The pipeline's `load-lead` (None: its default, `copy-margin`'s 5%):
+    # start each load this fraction of its copy time earlier than the model
+    # needs, where memory allows.
+    load_lead: float | None = None
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -115,6 +119,11 @@ class OffloadOptions:
                 or not 0 <= self.recompute_budget <= 1):
             raise ValueError("recompute_budget must be a fraction in [0, 1], "
                              f"not {self.recompute_budget!r}")
+        if self.load_lead is not None and (
+                isinstance(self.load_lead, bool)
+                or not isinstance(self.load_lead, (int, float))
+                or not 0 <= self.load_lead < float("inf")):
+            raise ValueError(f"load_lead must be a finite fraction >= 0, not {self.load_lead!r}")
 
     def resolved_device_profile(self) -> str | None:
         """`device_profile`, or the packaged profile measured on this kind of
@@ -133,6 +142,8 @@ class OffloadOptions:
             parts.append(f"device-profile={profile}")
         if self.max_inflight_bytes:
             parts.append(f"max-inflight-bytes={self.max_inflight_bytes}")
+        if self.load_lead is not None:
+            parts.append(f"load-lead={float(self.load_lead)!r}")
         # What runs the step: the copy ops release an offloaded value's
         # memory at its wait, through PyTorch's stream-ordered allocator, so
         # the compute stream waits there for the copy; and Inductor fuses the
@@ -386,6 +397,7 @@ def backend(
     max_inflight_bytes: str | None = None,
     compiler: str = "inductor",
     recompute_budget: float | None = None,
+    load_lead: float | None = None,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -399,13 +411,15 @@ def backend(
     `recompute_budget` (Inductor's `activation_memory_budget` for these
     graphs: recompute in backward what the partitioner chooses, then
     offload from what it saves; the report lists the recomputed ops and
-    their predicted time).
+    their predicted time), and `load_lead` (the pipeline's `load-lead`:
+    start each load this fraction of its copy time earlier than the model
+    needs, where memory allows; default 5%).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
         budget=budget, schedule=schedule, device_profile=device_profile,
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
-        recompute_budget=recompute_budget,
+        recompute_budget=recompute_budget, load_lead=load_lead,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

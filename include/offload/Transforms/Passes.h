@@ -70,6 +70,12 @@ struct OffloadPipelineOptions
       llvm::cl::desc("plan=hidden: plan as if every copy took this fraction "
                      "longer; the report's prediction is unchanged"),
       llvm::cl::init(defaults::kCopyMargin)};
+  PassOptions::Option<double> loadLead{
+      *this, "load-lead",
+      llvm::cl::desc("Start every load this fraction of its copy time earlier "
+                     "than the model needs, where memory allows (negative: "
+                     "copy-margin's value)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<bool> schedule{
       *this, "schedule",
       llvm::cl::desc("Split copies into start/wait and hoist load starts "

@@ -239,6 +239,10 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
            "Hoist each load start this fraction of its copy time earlier "
            "than the model needs, where memory allows">,
+    Option<"loadLead", "load-lead", "double", /*default=*/"-1",
+           "Hoist each load start this fraction of its copy time earlier "
+           "than the model needs, where memory allows (negative: "
+           "copy-margin's value)">,
     Option<"coalesceBelow", "coalesce-below", "std::string",
            /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
            "Copies smaller than this (a byte size; 0: none) issued at one "
@@ -298,6 +302,11 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
            "plan=hidden: choose values as if every copy took this fraction "
            "longer (slack for compute that runs faster than predicted)">,
+    Option<"loadLead", "load-lead", "double", /*default=*/"-1",
+           "With schedule=true: predict every load started this fraction of "
+           "its copy time earlier than the model needs, where memory allows, "
+           "as offload-schedule-copies places it (negative: copy-margin's "
+           "value)">,
     Option<"hiddenPatience", "hidden-patience", "unsigned",
            /*default=*/"::mlir::offload::defaults::kHiddenPatience",
            "plan=hidden: stop after this many candidates in a row are "
