@@ -230,6 +230,13 @@ def test_options_are_checked():
         with pytest.raises(ValueError, match="recompute_budget"):
             OffloadOptions(recompute_budget=bad)
     assert OffloadPartitioner_uuid(recompute_budget=0.5) != OffloadPartitioner_uuid()
+    # load_lead is the pipeline's load-lead; by default the pipeline's own.
+    assert "load-lead" not in OffloadOptions().pipeline_options()
+    assert "load-lead=1.0" in OffloadOptions(load_lead=1).pipeline_options().split()
+    for bad in (-0.1, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="load_lead"):
+            OffloadOptions(load_lead=bad)
+    assert OffloadPartitioner_uuid(load_lead=1.0) != OffloadPartitioner_uuid()
 
 
 def OffloadPartitioner_uuid(**options):
