@@ -237,8 +237,8 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            "2GiB, 512MiB, 1.5GB, 4096; 0: no limit)">,
     Option<"copyMargin", "copy-margin", "double",
            /*default=*/"::mlir::offload::defaults::kCopyMargin",
-           "Hoist each load start this fraction of its copy time earlier "
-           "than the model needs, where memory allows">,
+           "The pipeline's copy margin; here only the default of "
+           "load-lead">,
     Option<"loadLead", "load-lead", "double", /*default=*/"-1",
            "Hoist each load start this fraction of its copy time earlier "
            "than the model needs, where memory allows (negative: "
