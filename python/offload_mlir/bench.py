@@ -746,34 +746,68 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
             for _ in range(2)]
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
-    def step(which: int, i: int) -> float:
+    # On CUDA, events on the compute stream split each step in two: from its
+    # start to the end of forward's work there, and from that to the end of
+    # backward's (and the optimizer's). A cost that a paired wall-clock
+    # ratio cannot place shows in one stretch or the other.
+    cuda = device == "cuda"
+
+    def step(which: int, i: int) -> tuple[float, float, float]:
+        """(wall seconds, forward and rest device seconds; 0 off CUDA)."""
         model, compiled, opt = steps[which]
         tokens = data[i % 2]
         for p in model.parameters():
             p.grad = None
         sync()
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)] if cuda else []
         t0 = time.perf_counter()
-        compiled(tokens[:, :-1], tokens[:, 1:]).backward()
+        if cuda:
+            marks[0].record()
+        loss = compiled(tokens[:, :-1], tokens[:, 1:])
+        if cuda:
+            marks[1].record()
+        loss.backward()
         if opt is not None:
             opt.step()
+        if cuda:
+            marks[2].record()
         sync()
-        return time.perf_counter() - t0
+        wall = time.perf_counter() - t0
+        if not cuda:
+            return wall, 0.0, 0.0
+        return (wall, marks[0].elapsed_time(marks[1]) * 1e-3,
+                marks[1].elapsed_time(marks[2]) * 1e-3)
 
     for i in range(args.warmup):
         step(0, i)
         step(1, i)
     times: list[list[float]] = [[], []]
+    device_times: list[list[tuple[float, float]]] = [[], []]
     ratios = []
     for i in range(args.steps):
         # A B, then B A: each row goes first as often as the other.
         order = (0, 1) if i % 2 == 0 else (1, 0)
         got = {}
         for which in order:
-            got[which] = step(which, args.warmup + i)
-            times[which].append(got[which])
+            wall, fwd, rest = step(which, args.warmup + i)
+            got[which] = wall
+            times[which].append(wall)
+            device_times[which].append((fwd, rest))
         ratios.append(got[1] / got[0])
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    stretches = {}
+    if cuda:
+        # Per stretch, the median over pairs of B's device time over A's.
+        for name, pick in (("forward", lambda t: t[0]), ("backward", lambda t: t[1]),
+                           ("step", lambda t: t[0] + t[1])):
+            per_pair = [pick(b) / pick(a) for a, b in zip(*device_times) if pick(a) > 0]
+            stretches[name] = {
+                "median_s": [statistics.median(pick(t) for t in ts) for ts in device_times],
+                "ratio_median": statistics.median(per_pair) if per_pair else None}
     return {
+        # Device time on the compute stream, from CUDA events: forward (the
+        # compiled call), backward (with the optimizer, if any) and both.
+        "device": stretches or None,
         "rows": [row_a.name, row_b.name],
         "steps": args.steps,
         "step_s_all": times,
@@ -795,7 +829,25 @@ def paired_table(doc: dict) -> str:
             "| --- | --- | --- | --- | --- | --- | --- |\n"
             f"| {r['steps']} pairs | {ma:.1f} ms | {mb:.1f} ms | {r['ratio_median']:.3f}x | "
             f"{r['ratio_q1']:.3f}x–{r['ratio_q3']:.3f}x | {r['ratio_of_medians']:.3f}x | "
-            f"{r['pairs_b_not_slower']} of {r['steps']} |\n")
+            f"{r['pairs_b_not_slower']} of {r['steps']} |\n"
+            + _paired_device_table(r))
+
+
+def _paired_device_table(r: dict) -> str:
+    """The device time of the compute stream per stretch, if measured."""
+    device = r.get("device")
+    if not device:
+        return ""
+    a, b = r["rows"]
+    lines = ["", f"| device time (CUDA events) | {a} (median) | {b} (median) | "
+             f"{b} / {a}: median of pairs |", "| --- | --- | --- | --- |"]
+    for name in ("forward", "backward", "step"):
+        d = device[name]
+        ma, mb = (x * 1e3 for x in d["median_s"])
+        ratio = d["ratio_median"]
+        lines.append(f"| {name} | {ma:.1f} ms | {mb:.1f} ms | "
+                     f"{'' if ratio is None else f'{ratio:.4f}x'} |")
+    return "\n".join(lines) + "\n"
 
 
 def baseline_of(results: list[dict], r: dict, other_runs: bool = False,

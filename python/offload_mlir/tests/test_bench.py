@@ -258,6 +258,19 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
     assert bad.returncode != 0 and "a compile row's amb= applies to both rows" in bad.stderr
 
 
+def test_paired_table_shows_device_time_per_stretch():
+    r = {"rows": ["compile", "offload-mlir"], "steps": 2, "step_s_median": [0.1, 0.11],
+         "ratio_median": 1.1, "ratio_q1": 1.05, "ratio_q3": 1.15, "ratio_of_medians": 1.1,
+         "pairs_b_not_slower": 0, "device": None}
+    assert "CUDA events" not in bench.paired_table({"paired": r})  # CPU: not measured
+    r["device"] = {name: {"median_s": [a, b], "ratio_median": b / a}
+                   for name, a, b in (("forward", 0.04, 0.041), ("backward", 0.06, 0.069),
+                                      ("step", 0.1, 0.11))}
+    text = bench.paired_table({"paired": r})
+    assert "| forward | 40.0 ms | 41.0 ms | 1.0250x |" in text
+    assert "| backward | 60.0 ms | 69.0 ms | 1.1500x |" in text
+
+
 def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     """Not torch's process-wide setting: so a paired compile row without a
     budget runs without one."""
