@@ -34,6 +34,8 @@ import statistics
 import sys
 import tempfile
 
+from offload_mlir import bench
+
 CLASSES = ("gemm", "attention", "other")
 
 
@@ -53,23 +55,6 @@ def matching_name(name: str) -> str:
     return re.sub(r"_\d+$", "", name)
 
 
-def read_trace(path: str) -> tuple[list[tuple[float, float, str]], list[tuple[float, float]]]:
-    """(kernels, copies) of a chrome trace, in microseconds, sorted."""
-    with open(path) as f:
-        events = json.load(f).get("traceEvents", [])
-    kernels, copies = [], []
-    for e in events:
-        if e.get("ph") != "X":
-            continue
-        start, dur = float(e.get("ts", 0)), float(e.get("dur", 0))
-        name = e.get("name", "")
-        if e.get("cat") == "kernel":
-            kernels.append((start, start + dur, name))
-        elif e.get("cat") == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
-            copies.append((start, start + dur))
-    return sorted(kernels), sorted(copies)
-
-
 def overlap(a: float, b: float, spans: list[tuple[float, float]]) -> float:
     """Microseconds of [a, b) under any of `spans` (each counted once per
     span: two copies at once count twice, as the model's transfer seconds
@@ -80,18 +65,10 @@ def overlap(a: float, b: float, spans: list[tuple[float, float]]) -> float:
 def _idle(kernels, copies) -> float:
     """Microseconds between the first kernel's start and the last one's end
     with no kernel (and none of `copies`) running."""
-    spans = sorted([(a, b) for a, b, _ in kernels] + list(copies))
     if not kernels:
         return 0.0
-    start, end = kernels[0][0], max(b for _, b, _ in kernels)
-    idle, reach = 0.0, start
-    for a, b in spans:
-        if a > reach:
-            idle += min(a, end) - reach
-        reach = max(reach, b)
-        if reach >= end:
-            break
-    return idle
+    step = (kernels[0][0], max(b for _, b, _ in kernels))
+    return bench._uncovered_length([step], [(a, b) for a, b, _ in kernels] + list(copies))
 
 
 def compare(base, other) -> dict:
@@ -116,9 +93,6 @@ def compare(base, other) -> dict:
             c["overlap_us"] += under
             c["added_under_copy_us" if under > 0 else "added_clear_us"] += added
             matched += 1
-    unmatched_base = sum(k[1] - k[0] for k in bk) - sum(v["base_us"] for v in out.values())
-    unmatched_other = (sum(k[1] - k[0] for k in ok)
-                       - sum(v["base_us"] + v["added_us"] for v in out.values()))
     # What one row runs and the other does not, by name: kernels the copies
     # brought in, or a fusion the rebuilt graph changed.
     unmatched: list[dict[str, list[float]]] = [{}, {}]
@@ -141,7 +115,8 @@ def compare(base, other) -> dict:
             "class_totals_us": totals, "span_us": span,
             "idle_us": {"base": idle[0], "other": idle[1], "other_without_copy": idle[2]},
             "unmatched_base": unmatched[0], "unmatched_other": unmatched[1],
-            "unmatched_base_us": unmatched_base, "unmatched_other_us": unmatched_other,
+            "unmatched_base_us": sum(us for _, us in unmatched[0].values()),
+            "unmatched_other_us": sum(us for _, us in unmatched[1].values()),
             "copy_us": sum(y - x for x, y in oc)}
 
 
@@ -155,10 +130,9 @@ def summarize(rounds: list[dict]) -> dict:
         ratios = [row["added_under_copy_us"] / row["overlap_us"] for row in rows
                   if row["overlap_us"] > 0]
         med["added_per_copy_second"] = statistics.median(ratios) if ratios else None
-        summary[c] = med
-    for c in CLASSES:
-        summary[c]["all_added_us"] = statistics.median(
+        med["all_added_us"] = statistics.median(
             r["class_totals_us"][c][1] - r["class_totals_us"][c][0] for r in rounds)
+        summary[c] = med
     for key in ("base", "other", "other_without_copy"):
         summary[f"idle_{key}_us"] = statistics.median(r["idle_us"][key] for r in rounds)
     summary["span_added_us"] = statistics.median(r["span_us"][1] - r["span_us"][0]
@@ -172,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from offload_mlir import bench, models
+    from offload_mlir import models
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="bf16x8", choices=sorted(bench.CONFIGS))
@@ -227,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                     step(which)
                 path = os.path.join(tmp, f"{which}-{r}.json")
                 prof.export_chrome_trace(path)
-                traces[which].append(read_trace(path))
+                kernels, copies, _ = bench.read_trace(path)
+                traces[which].append((kernels, [(a, b) for a, b, *_ in copies]))
     versus = [compare(a, b) for a, b in zip(traces[0], traces[1])]
     noise = [compare(traces[0][i], traces[0][i + 1]) for i in range(len(traces[0]) - 1)]
     doc = {"rows": [r.name for r in rows], "config": args.config, "rounds": args.rounds,

@@ -163,6 +163,13 @@ def _compiled_backend(row: Row):
     return _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
 
 
+def _set_process_recompute_budget(torch, row: Row) -> None:
+    """A compile row's `amb=` is torch's process-wide recompute budget
+    (offload-mlir rows give theirs to the backend as `recompute_budget`)."""
+    if row.family == "compile" and "amb" in row.options:
+        torch._functorch.config.activation_memory_budget = float(row.options["amb"])
+
+
 def _offload_mlir_backend(row: Row):
     import offload_mlir
 
@@ -425,15 +432,14 @@ def _peak_rss_bytes() -> int:
     return 0
 
 
-def _trace_figures(path: str, worst: int = 12) -> dict:
-    """Bytes copied each way and the copy time no kernel overlapped, from a
-    torch.profiler chrome trace of one step; and the `worst` longest exposed
-    intervals, each with the copy under it and the kernel that ran next (for
-    placing them against the planner's timeline)."""
+def read_trace(path: str) -> tuple[list, list, list]:
+    """The complete events of a torch.profiler chrome trace, in
+    microseconds: kernels (start, end, name), sorted; host-to-device and
+    device-to-host copies (start, end, "H2D" or "D2H", bytes), in trace
+    order; and host ops (start, end, name)."""
     with open(path) as f:
         events = json.load(f).get("traceEvents", [])
     kernels, copies, host = [], [], []
-    d2h = h2d = 0
     for e in events:
         if e.get("ph") != "X":
             continue
@@ -446,11 +452,18 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
         elif cat == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
             n = int((e.get("args") or {}).get("bytes", 0))
             copies.append((start, start + dur, "D2H" if "DtoH" in name else "H2D", n))
-            if "DtoH" in name:
-                d2h += n
-            else:
-                h2d += n
     kernels.sort()
+    return kernels, copies, host
+
+
+def _trace_figures(path: str, worst: int = 12) -> dict:
+    """Bytes copied each way and the copy time no kernel overlapped, from a
+    torch.profiler chrome trace of one step; and the `worst` longest exposed
+    intervals, each with the copy under it and the kernel that ran next (for
+    placing them against the planner's timeline)."""
+    kernels, copies, host = read_trace(path)
+    d2h = sum(n for *_, d, n in copies if d == "D2H")
+    h2d = sum(n for *_, d, n in copies if d == "H2D")
     spans = [(a, b) for a, b, *_ in copies]
     cover = [(a, b) for a, b, _ in kernels]
     t0 = min([a for a, _ in spans + cover], default=0.0)
@@ -583,8 +596,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         for layer in model.stack.layers:
             layer.forward = (lambda f: lambda *a: checkpoint(f, *a, use_reentrant=False))(
                 layer.forward)
-    if fam == "compile" and "amb" in o:  # offload-mlir rows pass it to the backend
-        torch._functorch.config.activation_memory_budget = float(o["amb"])
+    _set_process_recompute_budget(torch, row)
     if fam.startswith("torch-offload"):
         torch._functorch.config.enable_activation_offloading = True
         torch._inductor.config.joint_custom_post_pass = _mark_all_for_offload
@@ -727,8 +739,7 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
     if args.deterministic:
         torch.use_deterministic_algorithms(True)
     for row in (row_a, row_b):
-        if row.family == "compile" and "amb" in row.options:
-            torch._functorch.config.activation_memory_budget = float(row.options["amb"])
+        _set_process_recompute_budget(torch, row)
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     cfg = models.LlamaConfig(hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                              ffn=args.ffn)
