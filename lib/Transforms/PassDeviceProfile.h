@@ -19,6 +19,8 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <cmath>
+
 namespace mlir {
 namespace offload {
 
@@ -57,9 +59,18 @@ inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
 
 /// ExecutionModel::loadLead from the `load-lead` option, whose negative
 /// default stands for `copy-margin`'s value (the one margin both meant
-/// before they were separate options).
-inline double getLoadLead(double copyMargin, double loadLead) {
-  return loadLead < 0 ? copyMargin : loadLead;
+/// before they were separate options); emits an error naming the option the
+/// value came from if it is not a finite fraction >= 0.
+inline FailureOr<double> getPassLoadLead(double copyMargin, double loadLead,
+                                         Operation *anchor) {
+  double lead = loadLead < 0 ? copyMargin : loadLead;
+  if (!(lead >= 0) || !std::isfinite(lead)) {
+    emitError(anchor->getLoc())
+        << (loadLead < 0 ? "copy-margin" : "load-lead")
+        << " must be a finite fraction >= 0, got " << lead;
+    return failure();
+  }
+  return lead;
 }
 
 /// Parses a byte-size option (offload_support::parseByteSize: 2GiB, 1.5GB,

@@ -315,14 +315,17 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     }
     for (auto [name, value] :
          {std::pair<StringRef, double>{"copy-margin", copyMargin},
-          {"max-interference", maxInterference},
-          {"load-lead", getLoadLead(copyMargin, loadLead)}}) {
+          {"max-interference", maxInterference}}) {
       if (!(value >= 0) || !std::isfinite(value)) {
         emitError(getOperation().getLoc())
             << name << " must be a finite fraction >= 0, got " << value;
         return signalPassFailure();
       }
     }
+    FailureOr<double> lead =
+        getPassLoadLead(copyMargin, loadLead, getOperation());
+    if (failed(lead))
+      return signalPassFailure();
     if (mode == PlanMode::All) {
       markAllAnalysesPreserved();
       return;
@@ -332,7 +335,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     if (failed(profile))
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
-    execution.loadLead = getLoadLead(copyMargin, loadLead);
+    execution.loadLead = *lead;
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();

@@ -460,15 +460,12 @@ struct ScheduleCopies
         getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    double lead = getLoadLead(copyMargin, loadLead);
-    if (!(lead >= 0) || !std::isfinite(lead)) {
-      emitError(getOperation().getLoc())
-          << (loadLead < 0 ? "copy-margin" : "load-lead")
-          << " must be a finite fraction >= 0, got " << lead;
+    FailureOr<double> lead =
+        getPassLoadLead(copyMargin, loadLead, getOperation());
+    if (failed(lead))
       return signalPassFailure();
-    }
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
-    execution.loadLead = lead;
+    execution.loadLead = *lead;
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",
                          maxInflightBytes, getOperation());
