@@ -73,8 +73,10 @@ def _idle(kernels, copies) -> float:
 
 def compare(base, other) -> dict:
     """Align other's kernels with base's by name; per class, base's time,
-    the matched kernels' added time, and other's copy overlap."""
-    (bk, _), (ok, oc) = base, other
+    the matched kernels' added time, and other's copy overlap. Each step is
+    (kernels, copy spans, launch ends, stream-wait calls) as bench.read_trace
+    and bench.stream_waits give them; launch ends may be None (unknown)."""
+    (bk, _, bl, bw), (ok, oc, ol, ow) = base, other
     matcher = difflib.SequenceMatcher(None, [matching_name(k[2]) for k in bk],
                                       [matching_name(k[2]) for k in ok], autojunk=False)
     out = {c: {"base_us": 0.0, "added_us": 0.0, "overlap_us": 0.0, "added_under_copy_us": 0.0,
@@ -104,8 +106,10 @@ def compare(base, other) -> dict:
                 entry = unmatched[side].setdefault(matching_name(k[2])[:120], [0, 0.0])
                 entry[0] += 1
                 entry[1] += k[1] - k[0]
-    # Device time with no kernel running, and with neither kernel nor copy.
+    # Device time with no kernel running, and with neither kernel nor copy;
+    # and the time with no kernel by whether its next kernel was launched.
     idle = [_idle(ks, []) for ks in (bk, ok)] + [_idle(ok, oc)]
+    causes = [bench.idle_causes(*side) for side in ((bk, bl, bw), (ok, ol, ow))]
     totals = {c: [sum(k[1] - k[0] for k in ks if kernel_class(k[2]) == c) for ks in (bk, ok)]
               for c in CLASSES}
     span = [ks[-1][1] - ks[0][0] if ks else 0.0 for ks in (bk, ok)]
@@ -114,6 +118,7 @@ def compare(base, other) -> dict:
             # device's span from the first kernel's start to the last one's end.
             "class_totals_us": totals, "span_us": span,
             "idle_us": {"base": idle[0], "other": idle[1], "other_without_copy": idle[2]},
+            "idle_causes_us": {"base": causes[0], "other": causes[1]},
             "unmatched_base": unmatched[0], "unmatched_other": unmatched[1],
             "unmatched_base_us": sum(us for _, us in unmatched[0].values()),
             "unmatched_other_us": sum(us for _, us in unmatched[1].values()),
@@ -135,6 +140,10 @@ def summarize(rounds: list[dict]) -> dict:
         summary[c] = med
     for key in ("base", "other", "other_without_copy"):
         summary[f"idle_{key}_us"] = statistics.median(r["idle_us"][key] for r in rounds)
+    for side in ("base", "other"):
+        for cause in ("host_late_us", "queued_us", "unknown_us", "queued_at_stream_wait_us"):
+            summary[f"idle_{side}_{cause}"] = statistics.median(
+                r["idle_causes_us"][side][cause] for r in rounds)
     summary["span_added_us"] = statistics.median(r["span_us"][1] - r["span_us"][0]
                                                  for r in rounds)
     summary["unmatched_other_us"] = statistics.median(r["unmatched_other_us"] for r in rounds)
@@ -201,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
                     step(which)
                 path = os.path.join(tmp, f"{which}-{r}.json")
                 prof.export_chrome_trace(path)
-                kernels, copies, _ = bench.read_trace(path)
-                traces[which].append((kernels, [(a, b) for a, b, *_ in copies]))
+                t = bench.read_trace(path)
+                traces[which].append((t.kernels, [(a, b) for a, b, *_ in t.copies],
+                                      t.launched, bench.stream_waits(t.host)))
     versus = [compare(a, b) for a, b in zip(traces[0], traces[1])]
     noise = [compare(traces[0][i], traces[0][i + 1]) for i in range(len(traces[0]) - 1)]
     doc = {"rows": [r.name for r in rows], "config": args.config, "rounds": args.rounds,
@@ -227,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device idle (no kernel): A {v['idle_base_us'] / 1e3:.3f} ms, B "
           f"{v['idle_other_us'] / 1e3:.3f} ms, of it with no copy either "
           f"{v['idle_other_without_copy_us'] / 1e3:.3f} ms")
+    for side, key in (("A", "base"), ("B", "other")):
+        print(f"{side}'s idle by cause: host late {v[f'idle_{key}_host_late_us'] / 1e3:.3f} ms, "
+              f"kernel already launched {v[f'idle_{key}_queued_us'] / 1e3:.3f} ms "
+              f"(at a stream wait {v[f'idle_{key}_queued_at_stream_wait_us'] / 1e3:.3f} ms), "
+              f"unknown {v[f'idle_{key}_unknown_us'] / 1e3:.3f} ms")
     last = versus[-1]
     for side, key in (("B", "unmatched_other"), ("A", "unmatched_base")):
         worst = sorted(last[key].items(), key=lambda kv: -kv[1][1])[:8]

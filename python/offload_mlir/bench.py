@@ -76,7 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 GiB = 2**30
 MiB = 2**20
@@ -432,28 +432,78 @@ def _peak_rss_bytes() -> int:
     return 0
 
 
-def read_trace(path: str) -> tuple[list, list, list]:
-    """The complete events of a torch.profiler chrome trace, in
-    microseconds: kernels (start, end, name), sorted; host-to-device and
-    device-to-host copies (start, end, "H2D" or "D2H", bytes), in trace
-    order; and host ops (start, end, name)."""
+class Trace(NamedTuple):
+    """The complete events of a torch.profiler chrome trace, in microseconds."""
+    kernels: list    # (start, end, name), sorted by start
+    copies: list     # host-to-device and device-to-host copies: (start,
+                     # end, "H2D" or "D2H", bytes), in trace order
+    host: list       # host ops and CUDA runtime calls: (start, end, name)
+    launched: list   # per kernel, when the host call that launched it
+                     # returned (None if the trace does not say)
+
+
+def read_trace(path: str) -> Trace:
+    """The kernels, copies and host events of a torch.profiler chrome trace."""
     with open(path) as f:
         events = json.load(f).get("traceEvents", [])
-    kernels, copies, host = [], [], []
+    kernels, copies, host, launch_end = [], [], [], {}
     for e in events:
         if e.get("ph") != "X":
             continue
         cat, name = e.get("cat", ""), e.get("name", "")
         start, dur = float(e.get("ts", 0)), float(e.get("dur", 0))
+        correlation = (e.get("args") or {}).get("correlation")
         if cat in ("cpu_op", "cuda_runtime", "python_function", "user_annotation"):
             host.append((start, start + dur, name))
+        if cat in ("cuda_runtime", "cuda_driver") and correlation is not None:
+            launch_end[correlation] = start + dur
         if cat == "kernel":
-            kernels.append((start, start + dur, name))
+            kernels.append((start, start + dur, name, correlation))
         elif cat == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
             n = int((e.get("args") or {}).get("bytes", 0))
             copies.append((start, start + dur, "D2H" if "DtoH" in name else "H2D", n))
-    kernels.sort()
-    return kernels, copies, host
+    kernels.sort(key=lambda k: k[:3])
+    return Trace([k[:3] for k in kernels], copies, host,
+                 [launch_end.get(k[3]) for k in kernels])
+
+
+def stream_waits(host: list) -> list:
+    """Host start times of the cudaStreamWaitEvent calls among `host`."""
+    return [a for a, _, name in host if name == "cudaStreamWaitEvent"]
+
+
+def idle_causes(kernels: list, launched: list, stream_waits: list = ()) -> dict:
+    """Microseconds of the device's idle time (no kernel running, between
+    its first kernel and its last) by cause: `host_late`, the part before
+    the next kernel's launch call returned (the host had not asked for it
+    yet); `queued`, the rest, with the kernel already launched (waiting on
+    another stream's event, or the launch's own latency); `unknown`, gaps
+    before a kernel whose launch the trace lacks. `queued_at_stream_wait`
+    is the part of `queued` before kernels whose launch came after a
+    cudaStreamWaitEvent call (host start times in `stream_waits`, on any
+    stream) that followed the previous kernel's launch: the gaps at the
+    copies' waits and events."""
+    out = {"host_late_us": 0.0, "queued_us": 0.0, "unknown_us": 0.0,
+           "queued_at_stream_wait_us": 0.0}
+    waits = sorted(stream_waits)
+    busy_until = None
+    previous_launch = None
+    for (start, end, _), launch in zip(kernels, launched):
+        if busy_until is not None and start > busy_until:
+            gap = start - busy_until
+            if launch is None:
+                out["unknown_us"] += gap
+            else:
+                late = min(gap, max(0.0, launch - busy_until))
+                out["host_late_us"] += late
+                out["queued_us"] += gap - late
+                after = previous_launch if previous_launch is not None else float("-inf")
+                if any(after < w < launch for w in waits):
+                    out["queued_at_stream_wait_us"] += gap - late
+        busy_until = end if busy_until is None else max(busy_until, end)
+        if launch is not None:
+            previous_launch = launch
+    return out
 
 
 def _trace_figures(path: str, worst: int = 12) -> dict:
@@ -461,7 +511,7 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
     torch.profiler chrome trace of one step; and the `worst` longest exposed
     intervals, each with the copy under it and the kernel that ran next (for
     placing them against the planner's timeline)."""
-    kernels, copies, host = read_trace(path)
+    kernels, copies, host, launched = read_trace(path)
     d2h = sum(n for *_, d, n in copies if d == "D2H")
     h2d = sum(n for *_, d, n in copies if d == "H2D")
     spans = [(a, b) for a, b, *_ in copies]
@@ -504,6 +554,11 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
             "host_before_ms": max(0.0, t0 - host_start) * 1e-3,
             "host_after_ms": max(0.0, host_end - gpu_end) * 1e-3,
             "device_idle_ms": _uncovered_length([(t0, gpu_end)], gpu) * 1e-3,
+            # No kernel running (copies or not), by whether the host had
+            # launched the next kernel yet.
+            "kernel_idle_ms": {k.removesuffix("_us"): v * 1e-3
+                               for k, v in idle_causes(kernels, launched,
+                                                       stream_waits(host)).items()},
             "device_idle_worst": host_gaps[:worst],
             "copy_seconds": _union_length(spans) * 1e-6,
             "exposed_copy_seconds": _uncovered_length(spans, cover) * 1e-6,
@@ -675,7 +730,10 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         n = args.steps
         result["runtime_per_step"] = {
             "d2h_bytes": rt["d2h_bytes"] / n, "h2d_bytes": rt["h2d_bytes"] / n,
-            "exposed_wait_seconds": rt["exposed_wait_seconds"] / n,
+            # None unless OFFLOAD_RT_TIMING=1: the profiled step's trace
+            # gives the exposed copy time instead.
+            "exposed_wait_seconds": (None if rt["exposed_wait_seconds"] is None
+                                     else rt["exposed_wait_seconds"] / n),
             "pinned_peak_bytes": rt["pinned_peak_bytes"]}
         rep = offload_mlir.last_report() or {}
         result["fallback"] = rep.get("fallback")
@@ -763,8 +821,9 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
     # ratio cannot place shows in one stretch or the other.
     cuda = device == "cuda"
 
-    def step(which: int, i: int) -> tuple[float, float, float]:
-        """(wall seconds, forward and rest device seconds; 0 off CUDA)."""
+    def step(which: int, i: int) -> tuple[float, float, float, float, float]:
+        """(wall seconds, forward and rest device seconds (0 off CUDA), and
+        the host's seconds in the forward call and in the rest)."""
         model, compiled, opt = steps[which]
         tokens = data[i % 2]
         for p in model.parameters():
@@ -775,46 +834,55 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
         if cuda:
             marks[0].record()
         loss = compiled(tokens[:, :-1], tokens[:, 1:])
+        t1 = time.perf_counter()
         if cuda:
             marks[1].record()
         loss.backward()
         if opt is not None:
             opt.step()
+        t2 = time.perf_counter()
         if cuda:
             marks[2].record()
         sync()
         wall = time.perf_counter() - t0
         if not cuda:
-            return wall, 0.0, 0.0
+            return wall, 0.0, 0.0, t1 - t0, t2 - t1
         return (wall, marks[0].elapsed_time(marks[1]) * 1e-3,
-                marks[1].elapsed_time(marks[2]) * 1e-3)
+                marks[1].elapsed_time(marks[2]) * 1e-3, t1 - t0, t2 - t1)
 
     for i in range(args.warmup):
         step(0, i)
         step(1, i)
     times: list[list[float]] = [[], []]
     device_times: list[list[tuple[float, float]]] = [[], []]
+    host_times: list[list[tuple[float, float]]] = [[], []]
     ratios = []
     for i in range(args.steps):
         # A B, then B A: each row goes first as often as the other.
         order = (0, 1) if i % 2 == 0 else (1, 0)
         got = {}
         for which in order:
-            wall, fwd, rest = step(which, args.warmup + i)
+            wall, fwd, rest, host_fwd, host_rest = step(which, args.warmup + i)
             got[which] = wall
             times[which].append(wall)
             device_times[which].append((fwd, rest))
+            host_times[which].append((host_fwd, host_rest))
         ratios.append(got[1] / got[0])
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
     stretches = {}
     if cuda:
         # Per stretch, the median over pairs of B's device time over A's.
+        # And the host's time in the same stretch (the forward call's, and
+        # backward's with the optimizer's): near the device's, the host
+        # sets the pace, and whatever it does more shows in the step.
         for name, pick in (("forward", lambda t: t[0]), ("backward", lambda t: t[1]),
                            ("step", lambda t: t[0] + t[1])):
             per_pair = [pick(b) / pick(a) for a, b in zip(*device_times) if pick(a) > 0]
             stretches[name] = {
                 "median_s": [statistics.median(pick(t) for t in ts) for ts in device_times],
-                "ratio_median": statistics.median(per_pair) if per_pair else None}
+                "ratio_median": statistics.median(per_pair) if per_pair else None,
+                "host_median_s": [statistics.median(pick(t) for t in ts)
+                                  for ts in host_times]}
     return {
         # Device time on the compute stream, from CUDA events: forward (the
         # compiled call), backward (with the optimizer, if any) and both.
@@ -851,13 +919,17 @@ def _paired_device_table(r: dict) -> str:
         return ""
     a, b = r["rows"]
     lines = ["", f"| device time (CUDA events) | {a} (median) | {b} (median) | "
-             f"{b} / {a}: median of pairs |", "| --- | --- | --- | --- |"]
+             f"{b} / {a}: median of pairs | host time, {a} / {b} (median) |",
+             "| --- | --- | --- | --- | --- |"]
     for name in ("forward", "backward", "step"):
         d = device[name]
         ma, mb = (x * 1e3 for x in d["median_s"])
         ratio = d["ratio_median"]
+        host = d.get("host_median_s")
         lines.append(f"| {name} | {ma:.1f} ms | {mb:.1f} ms | "
-                     f"{'' if ratio is None else f'{ratio:.4f}x'} |")
+                     f"{'' if ratio is None else f'{ratio:.4f}x'} | "
+                     + ("" if host is None else
+                        f"{host[0] * 1e3:.1f} / {host[1] * 1e3:.1f} ms") + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -133,12 +133,17 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
          "ts": 5, "dur": 20, "args": {"bytes": 2 << 20}},
         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)",
          "ts": 30, "dur": 2, "args": {"bytes": 1 << 20}},
-        {"ph": "X", "cat": "kernel", "name": "add", "ts": 18, "dur": 20},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 2, "dur": 1,
+         "args": {"correlation": 6}},
+        {"ph": "X", "cat": "kernel", "name": "add", "ts": 18, "dur": 20,
+         "args": {"correlation": 6}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 50},
         # The device then waits 22 us for the host's next launch.
         {"ph": "X", "cat": "cpu_op", "name": "offload::load_start", "ts": 52, "dur": 10},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 59, "dur": 2},
-        {"ph": "X", "cat": "kernel", "name": "sum", "ts": 60, "dur": 5},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 59, "dur": 2,
+         "args": {"correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "sum", "ts": 60, "dur": 5,
+         "args": {"correlation": 7}},
         {"ph": "X", "cat": "cpu_op", "name": "step", "ts": -4, "dur": 70},
     ]
     path = tmp_path / "trace.json"
@@ -152,6 +157,11 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
     assert t["device_idle_ms"] == pytest.approx(0.022)
     assert t["device_idle_worst"] == [{"at_ms": 0.038, "ms": 0.022, "host_ops": [
         "cudaLaunchKernel", "offload::load_start", "step"]}]
+    # No kernel from 38 to 60 us: the launch of `sum` returned at 61, so
+    # all of it was the host's. From 10 to 18 `add` was launched already.
+    assert t["kernel_idle_ms"] == {"host_late": pytest.approx(0.022),
+                                   "queued": pytest.approx(0.008), "unknown": 0.0,
+                                   "queued_at_stream_wait": 0.0}
     assert t["host_before_ms"] == pytest.approx(0.004)
     assert t["host_after_ms"] == pytest.approx(0.001)
     assert t["worst_exposed"] == [{"at_ms": pytest.approx(0.01), "ms": pytest.approx(0.008),
@@ -160,6 +170,24 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
     assert t["copies"] == [
         {"dir": "D2H", "mib": 2.0, "start_ms": 0.005, "end_ms": 0.025, "exposed_ms": 0.008},
         {"dir": "H2D", "mib": 1.0, "start_ms": 0.03, "end_ms": 0.032, "exposed_ms": 0.0}]
+
+
+def test_idle_causes_split_host_late_from_queued():
+    kernels = [(0, 10, "a"), (15, 20, "b"), (30, 40, "c"), (45, 50, "d"), (48, 60, "e")]
+    # b's launch returned at 12: 2 us of its gap the host's, 3 us queued;
+    # c was launched long before its gap (10 us queued); d's launch is not
+    # in the trace; e overlaps d.
+    launched = [1.0, 12.0, 13.0, None, 47.0]
+    none = bench.idle_causes(kernels, launched)
+    assert none == {"host_late_us": 2.0, "queued_us": 13.0, "unknown_us": 5.0,
+                    "queued_at_stream_wait_us": 0.0}
+    # A stream wait issued between b's launch and c's: c's gap was at it.
+    at_wait = bench.idle_causes(kernels, launched, stream_waits=[12.5])
+    assert at_wait == none | {"queued_at_stream_wait_us": 10.0}
+    assert bench.stream_waits([(1, 2, "cudaLaunchKernel"), (12.5, 13, "cudaStreamWaitEvent")]) \
+        == [12.5]
+    assert bench.idle_causes([], []) == {"host_late_us": 0.0, "queued_us": 0.0,
+                                          "unknown_us": 0.0, "queued_at_stream_wait_us": 0.0}
 
 
 def test_predicted_copies_in_forward_order():
@@ -263,12 +291,13 @@ def test_paired_table_shows_device_time_per_stretch():
          "ratio_median": 1.1, "ratio_q1": 1.05, "ratio_q3": 1.15, "ratio_of_medians": 1.1,
          "pairs_b_not_slower": 0, "device": None}
     assert "CUDA events" not in bench.paired_table({"paired": r})  # CPU: not measured
-    r["device"] = {name: {"median_s": [a, b], "ratio_median": b / a}
+    r["device"] = {name: {"median_s": [a, b], "ratio_median": b / a,
+                          "host_median_s": [a / 4, b / 2]}
                    for name, a, b in (("forward", 0.04, 0.041), ("backward", 0.06, 0.069),
                                       ("step", 0.1, 0.11))}
     text = bench.paired_table({"paired": r})
-    assert "| forward | 40.0 ms | 41.0 ms | 1.0250x |" in text
-    assert "| backward | 60.0 ms | 69.0 ms | 1.1500x |" in text
+    assert "| forward | 40.0 ms | 41.0 ms | 1.0250x | 10.0 / 20.5 ms |" in text
+    assert "| backward | 60.0 ms | 69.0 ms | 1.1500x | 15.0 / 34.5 ms |" in text
 
 
 def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():

@@ -27,9 +27,12 @@ def test_compare_aligns_kernels_and_charges_copy_overlap():
     # Base: a GEMM, a fused kernel, attention. Other: the same three, the
     # fused kernel 2 us longer while a copy ran beside it, one extra kernel
     # (a fill), and a 2 us gap with a copy running.
-    base = ([(0, 10, "nvjet_a"), (10, 20, "triton_poi_x_1"), (20, 30, "flash_fwd")], [])
+    base = ([(0, 10, "nvjet_a"), (10, 20, "triton_poi_x_1"), (20, 30, "flash_fwd")], [],
+            [None] * 3, [])
+    # flash_fwd's launch returned at 24, after a stream wait at 23: 1 us of
+    # its 2 us gap was the host's, the other at the wait.
     other = ([(0, 10, "nvjet_a"), (10, 22, "triton_poi_x_3"), (22, 23, "fill"),
-              (25, 35, "flash_fwd")], [(5, 15), (23, 25)])
+              (25, 35, "flash_fwd")], [(5, 15), (23, 25)], [None, None, 1.0, 24.0], [23.0])
     r = ki.compare(base, other)
     assert r["matched"] == 3 and r["kernels"] == [3, 4]
     gemm, other_class = r["classes"]["gemm"], r["classes"]["other"]
@@ -41,6 +44,9 @@ def test_compare_aligns_kernels_and_charges_copy_overlap():
     assert r["span_us"] == [30, 35]
     # 2 us without a kernel, all of it with a copy running.
     assert r["idle_us"] == {"base": 0.0, "other": 2.0, "other_without_copy": 0.0}
+    assert r["idle_causes_us"]["other"] == {"host_late_us": 1.0, "queued_us": 1.0,
+                                            "unknown_us": 0.0, "queued_at_stream_wait_us": 1.0}
     s = ki.summarize([r, r])
     assert s["other"]["added_per_copy_second"] == pytest.approx(0.4)
     assert s["other"]["all_added_us"] == 3 and s["span_added_us"] == 5
+    assert s["idle_other_host_late_us"] == 1.0 and s["idle_base_queued_us"] == 0.0
