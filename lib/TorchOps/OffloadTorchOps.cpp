@@ -94,6 +94,8 @@ struct State {
 
   std::atomic<uint64_t> hostWaitNs{0}, hostWaits{0}, syncFallbacks{0},
       genericLoads{0};
+  /// CUDA contexts created without timing events (the default).
+  std::atomic<uint64_t> untimedCudaContexts{0};
 };
 
 State &state() {
@@ -163,8 +165,16 @@ offload_rt_context *createContext(offload_rt_backend backend, const char *op,
   offload_rt_options opts;
   offload_rt_options_init(&opts);
   opts.backend = backend;
+  // Timing puts two events on the compute stream around every wait and
+  // makes every event a timing one; on the H100 training step that left
+  // the compute stream idle 0.6 ms longer (docs/benchmarks/peers.md, run
+  // 28). So CUDA contexts time nothing unless OFFLOAD_RT_TIMING asks.
+  if (backend == OFFLOAD_RT_BACKEND_CUDA && !std::getenv("OFFLOAD_RT_TIMING"))
+    opts.timing = 0;
   offload_rt_context *ctx = nullptr;
   check(offload_rt_context_create(&opts, &ctx), op, call);
+  if (backend == OFFLOAD_RT_BACKEND_CUDA && !opts.timing)
+    ++state().untimedCudaContexts;
   return ctx;
 }
 
@@ -794,6 +804,7 @@ extern "C" int offload_torch_get_extra_stats(offload_torch_extra_stats *out,
   out->host_waits = s.hostWaits.load();
   out->sync_fallbacks = s.syncFallbacks.load();
   out->generic_loads = s.genericLoads.load();
+  out->untimed_cuda_contexts = s.untimedCudaContexts.load();
   std::lock_guard<std::mutex> lock(s.mapMutex);
   out->pending_offloads = s.offloads.size();
   out->pending_loads = s.loads.size();

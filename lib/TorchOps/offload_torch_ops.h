@@ -52,6 +52,10 @@ typedef struct offload_torch_extra_stats {
   uint64_t pending_offloads;
   uint64_t pending_loads;
   uint64_t live_host_blocks;
+  /* CUDA contexts that record no timing events (the default; set
+   * OFFLOAD_RT_TIMING=1 for timed ones): their copy and wait times
+   * (offload_rt_stats d2h_ms, h2d_ms, wait_ms) stay 0. */
+  uint64_t untimed_cuda_contexts;
 } offload_torch_extra_stats;
 
 /* Fills *out (size = sizeof(offload_torch_extra_stats), for ABI checks);

@@ -154,6 +154,7 @@ class _ExtraStats(ctypes.Structure):
         ("pending_offloads", ctypes.c_uint64),
         ("pending_loads", ctypes.c_uint64),
         ("live_host_blocks", ctypes.c_uint64),
+        ("untimed_cuda_contexts", ctypes.c_uint64),
     ]
 
 
@@ -226,7 +227,9 @@ def runtime_stats() -> dict:
     Keys: the fields of ``offload_rt_stats`` (``d2h_bytes``, ``h2d_bytes``,
     ``d2h_copies``, ``h2d_copies``, ``wait_ms``, ``fallbacks``, ...), plus
     ``pinned_peak_bytes`` (peak pinned bytes in use), ``exposed_wait_seconds``
-    (cuda compute-stream wait time + sim host-blocked time), the extra
+    (cuda compute-stream wait time + sim host-blocked time; None once a cuda
+    context exists that does not time its waits, which is the default:
+    ``OFFLOAD_RT_TIMING=1`` before the first copy times them), the extra
     counters of :func:`extra_stats`, and ``backends`` (those with a context).
     ``fallbacks`` counts offloads the pool could not hold (copied
     synchronously instead).
@@ -246,8 +249,12 @@ def runtime_stats() -> dict:
     total.update(extra)
     total["backends"] = backends
     total["pinned_peak_bytes"] = total["pinned_peak_in_use_bytes"]
-    cuda_wait_s = per["cuda"]["wait_ms"] / 1000.0 if "cuda" in per else 0.0
-    total["exposed_wait_seconds"] = cuda_wait_s + extra["host_wait_seconds"]
+    if extra["untimed_cuda_contexts"]:
+        # The cuda waits were not timed (OFFLOAD_RT_TIMING unset): unknown.
+        total["exposed_wait_seconds"] = None
+    else:
+        cuda_wait_s = per["cuda"]["wait_ms"] / 1000.0 if "cuda" in per else 0.0
+        total["exposed_wait_seconds"] = cuda_wait_s + extra["host_wait_seconds"]
     return total
 
 
