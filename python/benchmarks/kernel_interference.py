@@ -109,7 +109,8 @@ def compare(base, other) -> dict:
     # Device time with no kernel running, and with neither kernel nor copy;
     # and the time with no kernel by whether its next kernel was launched.
     idle = [_idle(ks, []) for ks in (bk, ok)] + [_idle(ok, oc)]
-    causes = [bench.idle_causes(*side) for side in ((bk, bl, bw), (ok, ol, ow))]
+    causes = [bench.idle_causes(*side) for side in
+              ((bk, bl, bw, []), (ok, ol, ow, [b for _, b in oc]))]
     totals = {c: [sum(k[1] - k[0] for k in ks if kernel_class(k[2]) == c) for ks in (bk, ok)]
               for c in CLASSES}
     span = [ks[-1][1] - ks[0][0] if ks else 0.0 for ks in (bk, ok)]
@@ -141,7 +142,8 @@ def summarize(rounds: list[dict]) -> dict:
     for key in ("base", "other", "other_without_copy"):
         summary[f"idle_{key}_us"] = statistics.median(r["idle_us"][key] for r in rounds)
     for side in ("base", "other"):
-        for cause in ("host_late_us", "queued_us", "unknown_us", "queued_at_stream_wait_us"):
+        for cause in ("host_late_us", "queued_us", "unknown_us", "queued_at_stream_wait_us",
+                      "queued_until_copy_end_us"):
             summary[f"idle_{side}_{cause}"] = statistics.median(
                 r["idle_causes_us"][side][cause] for r in rounds)
     summary["span_added_us"] = statistics.median(r["span_us"][1] - r["span_us"][0]
@@ -240,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     for side, key in (("A", "base"), ("B", "other")):
         print(f"{side}'s idle by cause: host late {v[f'idle_{key}_host_late_us'] / 1e3:.3f} ms, "
               f"kernel already launched {v[f'idle_{key}_queued_us'] / 1e3:.3f} ms "
-              f"(at a stream wait {v[f'idle_{key}_queued_at_stream_wait_us'] / 1e3:.3f} ms), "
+              f"(at a stream wait {v[f'idle_{key}_queued_at_stream_wait_us'] / 1e3:.3f} ms, "
+              f"until a copy ended {v[f'idle_{key}_queued_until_copy_end_us'] / 1e3:.3f} ms), "
               f"unknown {v[f'idle_{key}_unknown_us'] / 1e3:.3f} ms")
     last = versus[-1]
     for side, key in (("B", "unmatched_other"), ("A", "unmatched_base")):

@@ -472,7 +472,13 @@ def stream_waits(host: list) -> list:
     return [a for a, _, name in host if name == "cudaStreamWaitEvent"]
 
 
-def idle_causes(kernels: list, launched: list, stream_waits: list = ()) -> dict:
+# A kernel that starts this soon after a copy ended, with the device idle
+# since before that end, waited for the copy (a wait's event fires with it).
+COPY_END_SLACK_US = 20.0
+
+
+def idle_causes(kernels: list, launched: list, stream_waits: list = (),
+                copy_ends: list = ()) -> dict:
     """Microseconds of the device's idle time (no kernel running, between
     its first kernel and its last) by cause: `host_late`, the part before
     the next kernel's launch call returned (the host had not asked for it
@@ -482,9 +488,12 @@ def idle_causes(kernels: list, launched: list, stream_waits: list = ()) -> dict:
     is the part of `queued` before kernels whose launch came after a
     cudaStreamWaitEvent call (host start times in `stream_waits`, on any
     stream) that followed the previous kernel's launch: the gaps at the
-    copies' waits and events."""
+    copies' waits and events. `queued_until_copy_end` is the part of
+    `queued` whose kernel started within COPY_END_SLACK_US of the end of a
+    copy (end times in `copy_ends`) that ended during the gap: compute
+    stalled on a copy, not on the cost of the wait itself."""
     out = {"host_late_us": 0.0, "queued_us": 0.0, "unknown_us": 0.0,
-           "queued_at_stream_wait_us": 0.0}
+           "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
     waits = sorted(stream_waits)
     busy_until = None
     previous_launch = None
@@ -500,6 +509,8 @@ def idle_causes(kernels: list, launched: list, stream_waits: list = ()) -> dict:
                 after = previous_launch if previous_launch is not None else float("-inf")
                 if any(after < w < launch for w in waits):
                     out["queued_at_stream_wait_us"] += gap - late
+                if any(busy_until <= e <= start <= e + COPY_END_SLACK_US for e in copy_ends):
+                    out["queued_until_copy_end_us"] += gap - late
         busy_until = end if busy_until is None else max(busy_until, end)
         if launch is not None:
             previous_launch = launch
@@ -557,8 +568,8 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
             # No kernel running (copies or not), by whether the host had
             # launched the next kernel yet.
             "kernel_idle_ms": {k.removesuffix("_us"): v * 1e-3
-                               for k, v in idle_causes(kernels, launched,
-                                                       stream_waits(host)).items()},
+                               for k, v in idle_causes(kernels, launched, stream_waits(host),
+                                                       [b for _, b, *_ in copies]).items()},
             "device_idle_worst": host_gaps[:worst],
             "copy_seconds": _union_length(spans) * 1e-6,
             "exposed_copy_seconds": _uncovered_length(spans, cover) * 1e-6,

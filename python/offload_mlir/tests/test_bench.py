@@ -161,7 +161,8 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
     # all of it was the host's. From 10 to 18 `add` was launched already.
     assert t["kernel_idle_ms"] == {"host_late": pytest.approx(0.022),
                                    "queued": pytest.approx(0.008), "unknown": 0.0,
-                                   "queued_at_stream_wait": 0.0}
+                                   "queued_at_stream_wait": 0.0,
+                                   "queued_until_copy_end": 0.0}
     assert t["host_before_ms"] == pytest.approx(0.004)
     assert t["host_after_ms"] == pytest.approx(0.001)
     assert t["worst_exposed"] == [{"at_ms": pytest.approx(0.01), "ms": pytest.approx(0.008),
@@ -180,14 +181,22 @@ def test_idle_causes_split_host_late_from_queued():
     launched = [1.0, 12.0, 13.0, None, 47.0]
     none = bench.idle_causes(kernels, launched)
     assert none == {"host_late_us": 2.0, "queued_us": 13.0, "unknown_us": 5.0,
-                    "queued_at_stream_wait_us": 0.0}
+                    "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
     # A stream wait issued between b's launch and c's: c's gap was at it.
     at_wait = bench.idle_causes(kernels, launched, stream_waits=[12.5])
     assert at_wait == none | {"queued_at_stream_wait_us": 10.0}
+    # A copy that ended at 25 (c starts 5 us later) held c; one ending at 12
+    # (b starts 3 us later) held b's queued part; one ending 25 us before a
+    # kernel, or before its gap began, held nothing.
+    held = bench.idle_causes(kernels, launched, copy_ends=[25.0])
+    assert held["queued_until_copy_end_us"] == 10.0
+    assert bench.idle_causes(kernels, launched, copy_ends=[12.0])[
+        "queued_until_copy_end_us"] == 3.0
+    assert bench.idle_causes(kernels, launched, copy_ends=[5.0, 9.0])[
+        "queued_until_copy_end_us"] == 0.0
     assert bench.stream_waits([(1, 2, "cudaLaunchKernel"), (12.5, 13, "cudaStreamWaitEvent")]) \
         == [12.5]
-    assert bench.idle_causes([], []) == {"host_late_us": 0.0, "queued_us": 0.0,
-                                          "unknown_us": 0.0, "queued_at_stream_wait_us": 0.0}
+    assert all(v == 0.0 for v in bench.idle_causes([], []).values())
 
 
 def test_predicted_copies_in_forward_order():

@@ -44,8 +44,10 @@ def test_compare_aligns_kernels_and_charges_copy_overlap():
     assert r["span_us"] == [30, 35]
     # 2 us without a kernel, all of it with a copy running.
     assert r["idle_us"] == {"base": 0.0, "other": 2.0, "other_without_copy": 0.0}
+    # The copy (23, 25) ended as flash_fwd started: its queued 1 us waited for it.
     assert r["idle_causes_us"]["other"] == {"host_late_us": 1.0, "queued_us": 1.0,
-                                            "unknown_us": 0.0, "queued_at_stream_wait_us": 1.0}
+                                            "unknown_us": 0.0, "queued_at_stream_wait_us": 1.0,
+                                            "queued_until_copy_end_us": 1.0}
     s = ki.summarize([r, r])
     assert s["other"]["added_per_copy_second"] == pytest.approx(0.4)
     assert s["other"]["all_added_us"] == 3 and s["span_added_us"] == 5
