@@ -57,7 +57,12 @@ the table adds each row's ratio to its baseline per round: median, min, max.
 so drift and periodic slow phases of the machine fall on both alike. It
 gives the ratio of each B step to the A steps next to it (median, quartiles,
 and the ratio of the medians) and each row's step times; no peak memory
-(both models are resident), no profile.
+(both models are resident), no profile. On CUDA it also gives, per stretch
+(forward, backward), the compute stream's device time from CUDA events and
+the host's time. One process's median still moves by about ±0.5% on the
+H100 (compile against compile: 1.001x); with `--repeat N` the pairs run in
+N processes, and the table gives each process's median and all the pairs
+pooled.
 
 Writes `<out>.json` (every figure, rewritten after each row so a cut-off run
 keeps what finished), `<out>.md` (the table) and `<out>.png` (peak memory
@@ -785,12 +790,12 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
 # ---------------------------------------------------------------------------
 
 
-def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
-    """Two compiled rows in one process, their steps interleaved."""
-    import torch
-
-    from offload_mlir import models
-
+def paired_rows(spec: str) -> tuple[Row, Row]:
+    """The two rows of `--paired A,B`; ValueError if they cannot be paired."""
+    names = spec.split(",")
+    if len(names) != 2:
+        raise ValueError(f"--paired takes two rows, A,B, not {spec!r}")
+    row_a, row_b = (parse_row(s) for s in names)
     for row in (row_a, row_b):
         if not row.compiled or row.family not in ("compile", "offload-mlir"):
             raise ValueError(f"--paired takes compile and offload-mlir rows, not {row.name}")
@@ -801,6 +806,16 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
                 and other.options.get("amb") != row.options["amb"]):
             raise ValueError("--paired: a compile row's amb= applies to both rows; "
                              "give the other row the same amb=")
+    return row_a, row_b
+
+
+def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
+    """Two compiled rows (from paired_rows) in one process, their steps
+    interleaved."""
+    import torch
+
+    from offload_mlir import models
+
     device = args.device
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -910,17 +925,48 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
     }
 
 
-def paired_table(doc: dict) -> str:
-    r = doc["paired"]
-    a, b = r["rows"]
+def pool_paired(runs: list[dict]) -> dict:
+    """The pairs of several processes (one run_paired result each) together:
+    the median and quartiles of all their ratios, and each process's own
+    median, whose spread is what one process's figure is worth."""
+    ratios = [x for r in runs for x in r["ratio_all"]]
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    medians = [r["ratio_median"] for r in runs]
+    return {"rows": runs[0]["rows"], "processes": len(runs), "steps": len(ratios),
+            "ratio_median": statistics.median(ratios), "ratio_q1": q[0], "ratio_q3": q[2],
+            "process_ratio_medians": medians,
+            "median_of_process_medians": statistics.median(medians),
+            "pairs_b_not_slower": sum(x <= 1 for x in ratios)}
+
+
+def _paired_line(label: str, r: dict) -> str:
     ma, mb = (x * 1e3 for x in r["step_s_median"])
-    return (f"| pair | {a} (median) | {b} (median) | {b} / {a}: median of pairs | "
-            "quartiles | ratio of medians | pairs with B not slower |\n"
-            "| --- | --- | --- | --- | --- | --- | --- |\n"
-            f"| {r['steps']} pairs | {ma:.1f} ms | {mb:.1f} ms | {r['ratio_median']:.3f}x | "
+    return (f"| {label} | {ma:.1f} ms | {mb:.1f} ms | {r['ratio_median']:.3f}x | "
             f"{r['ratio_q1']:.3f}x–{r['ratio_q3']:.3f}x | {r['ratio_of_medians']:.3f}x | "
-            f"{r['pairs_b_not_slower']} of {r['steps']} |\n"
-            + _paired_device_table(r))
+            f"{r['pairs_b_not_slower']} of {r['steps']} |\n")
+
+
+def paired_table(doc: dict) -> str:
+    runs = doc.get("paired_runs")
+    r = runs[0] if runs else doc["paired"]
+    a, b = r["rows"]
+    head = (f"| pair | {a} (median) | {b} (median) | {b} / {a}: median of pairs | "
+            "quartiles | ratio of medians | pairs with B not slower |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |\n")
+    if not runs:
+        return head + _paired_line(f"{r['steps']} pairs", r) + _paired_device_table(r)
+    pooled = doc["paired"]
+    lines = [_paired_line(f"process {i}, {run['steps']} pairs", run)
+             for i, run in enumerate(runs, 1)]
+    lines.append(f"| all {pooled['steps']} pairs of {pooled['processes']} processes | | | "
+                 f"{pooled['ratio_median']:.3f}x | {pooled['ratio_q1']:.3f}x–"
+                 f"{pooled['ratio_q3']:.3f}x | | {pooled['pairs_b_not_slower']} of "
+                 f"{pooled['steps']} |\n")
+    spread = pooled["process_ratio_medians"]
+    return (head + "".join(lines)
+            + f"\nThe processes' medians: {min(spread):.3f}x to {max(spread):.3f}x "
+              f"(their median {pooled['median_of_process_medians']:.3f}x).\n"
+            + "".join(_paired_device_table(run) for run in runs))
 
 
 def _paired_device_table(r: dict) -> str:
@@ -1170,6 +1216,16 @@ def _machine(args) -> dict:
     return info
 
 
+def _child_env() -> dict:
+    """The environment of a child process of the benchmark: this package on
+    its path, and cuBLAS's workspace fixed for deterministic algorithms."""
+    env = dict(os.environ)
+    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env.get("PYTHONPATH", "")])
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m offload_mlir.bench",
                                 description=__doc__.splitlines()[0],
@@ -1190,7 +1246,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--row-timeout-s", type=float, default=600)
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the rows N times, in turn (each round a run of its own, "
-                        "compared within itself): a ratio's spread across processes")
+                        "compared within itself): a ratio's spread across processes; "
+                        "with --paired, N processes of pairs, pooled")
     p.add_argument("--paired", metavar="A,B",
                    help="time two compiled rows in one process, steps interleaved")
     p.add_argument("--out", default=None, help="path prefix for .json, .md and .png")
@@ -1250,13 +1307,35 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(result), flush=True)
         return 0
 
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
     if args.paired:
         try:
-            row_a, row_b = (parse_row(s) for s in args.paired.split(","))
-            doc = {"args": vars(args), **_machine(args),
-                   "paired": run_paired(args, row_a, row_b)}
+            row_a, row_b = paired_rows(args.paired)
         except ValueError as e:
             p.error(str(e))
+    if args.paired and args.repeat > 1:
+        # Each its own process: a process's median moves by more than the
+        # costs a pair resolves (docs/benchmarks/peers.md, run 28).
+        runs = []
+        clean = child_args(argv if argv is not None else sys.argv[1:], ("--out", "--repeat"))
+        for i in range(1, args.repeat + 1):
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "paired")
+                proc = subprocess.run(
+                    [sys.executable, "-m", "offload_mlir.bench", *clean, "--out", out],
+                    capture_output=True, text=True, env=_child_env())
+                if proc.returncode != 0:
+                    print(proc.stdout[-2000:] + proc.stderr[-4000:], file=sys.stderr)
+                    p.error(f"--paired, process {i} of {args.repeat}: exit {proc.returncode}")
+                with open(out + ".json") as f:
+                    runs.append(json.load(f)["paired"])
+            print(f"== process {i}: {runs[-1]['ratio_median']:.3f}x", flush=True)
+        doc = {"args": vars(args), **_machine(args), "paired": pool_paired(runs),
+               "paired_runs": runs}
+    elif args.paired:
+        doc = {"args": vars(args), **_machine(args), "paired": run_paired(args, row_a, row_b)}
+    if args.paired:
         text = paired_table(doc)
         print(text)
         if args.out:
@@ -1273,12 +1352,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(e))
     clean = child_args(argv if argv is not None else sys.argv[1:], ("--rows", "--out"))
     doc: dict[str, Any] = {"args": vars(args), **_machine(args), "results": []}
-    env = dict(os.environ)
-    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env.get("PYTHONPATH", "")])
-    if args.repeat < 1:
-        p.error("--repeat must be at least 1")
+    env = _child_env()
     doc["repeat"] = args.repeat
     # Rounds in turn rather than each row N times in a row: drift over the
     # run (clocks, temperature) then falls on every row alike.

@@ -295,6 +295,42 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
     assert bad.returncode != 0 and "a compile row's amb= applies to both rows" in bad.stderr
 
 
+def test_paired_repeat_pools_processes(tmp_path):
+    _require_bridge()
+    out = tmp_path / "pooled"
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--paired", "compile,compile", "--steps", "2", "--warmup", "1", "--repeat", "2",
+         "--out", str(out)], cwd=_PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.with_suffix(".json").read_text())
+    runs, pooled = doc["paired_runs"], doc["paired"]
+    assert len(runs) == 2 and pooled["processes"] == 2 and pooled["steps"] == 4
+    assert pooled["process_ratio_medians"] == [r["ratio_median"] for r in runs]
+    text = out.with_suffix(".md").read_text()
+    assert "| process 2, 2 pairs |" in text and "| all 4 pairs of 2 processes |" in text
+    # Rows that cannot be paired are refused before any process starts.
+    bad = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--paired", "compile,eager", "--repeat", "2"], cwd=_PYTHON, capture_output=True,
+        text=True, timeout=300)
+    assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr
+    assert "process 1" not in bad.stdout
+
+
+def test_pool_paired_takes_every_pair_and_each_process_median():
+    runs = [{"rows": ["a", "b"], "ratio_all": [1.0, 1.02, 1.04], "ratio_median": 1.02},
+            {"rows": ["a", "b"], "ratio_all": [0.99, 1.0, 1.01], "ratio_median": 1.0}]
+    pooled = bench.pool_paired(runs)
+    assert pooled["steps"] == 6 and pooled["processes"] == 2
+    assert pooled["ratio_median"] == pytest.approx(1.005)
+    assert pooled["process_ratio_medians"] == [1.02, 1.0]
+    assert pooled["median_of_process_medians"] == pytest.approx(1.01)
+    assert pooled["pairs_b_not_slower"] == 3
+    with pytest.raises(ValueError, match="two rows"):
+        bench.paired_rows("compile,offload-mlir,compile")
+
+
 def test_paired_table_shows_device_time_per_stretch():
     r = {"rows": ["compile", "offload-mlir"], "steps": 2, "step_s_median": [0.1, 0.11],
          "ratio_median": 1.1, "ratio_q1": 1.05, "ratio_q3": 1.15, "ratio_of_medians": 1.1,
