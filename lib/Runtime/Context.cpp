@@ -659,7 +659,7 @@ offload_rt_status offload_rt_context::wait(offload_rt_token *token,
     if (st >= 0) {
       ++stats_.waits;
       if (after)
-        waits_.push_back({before, after});
+        waits_.push_back({before, after, s});
     } else {
       releaseEvent(before);
     }
@@ -841,11 +841,21 @@ offload_rt_status offload_rt_context::reapCopies(std::deque<CopyRecord> &inFligh
 }
 
 offload_rt_status offload_rt_context::reapWaits() {
-  // Waits may sit on several compute streams: look at all of them.
+  // Waits may sit on several compute streams. On one stream they end in the
+  // order they were issued, so after its first unfinished wait the others
+  // are not queried: a host running far ahead of the device keeps many
+  // waits pending, and querying each at every runtime call would make the
+  // calls' cost grow with them.
+  std::vector<Stream> pending;
   for (auto it = waits_.begin(); it != waits_.end();) {
+    if (std::find(pending.begin(), pending.end(), it->stream) != pending.end()) {
+      ++it;
+      continue;
+    }
     bool done = false;
     RETURN_IF_FAILED(isDone(it->after, &done));
     if (!done) {
+      pending.push_back(it->stream);
       ++it;
       continue;
     }

@@ -209,6 +209,7 @@ private:
   /// A compute-stream wait bracketed by two events, for its exposed time.
   struct WaitRecord {
     offload_rt::SharedEvent *before, *after;
+    offload_rt::Stream stream; // the waiting stream (its waits end in order)
   };
   /// Host-side work that may run only once all `after` events completed.
   struct Deferred {

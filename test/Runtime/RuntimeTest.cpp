@@ -760,6 +760,42 @@ TEST_F(Runtime, InvalidArgumentsAreNamed) {
   EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
 }
 
+// A host running ahead of the device leaves many timed waits pending on
+// one compute stream; since they end in order, a runtime call queries the
+// first of them, not all. Checked by failing the 8th event query from here
+// on: the next call, with 16 waits pending, must not reach it.
+TEST_F(Runtime, PendingWaitsOnOneStreamAreNotAllQueriedAtEachCall) {
+  if (testOptions().backend != OFFLOAD_RT_BACKEND_SIM)
+    GTEST_SKIP() << "failure injection is a sim feature";
+  offload_rt_options opts = testOptions();
+  opts.timing = 1;
+  start(opts);
+  auto data = pattern(4096, 21);
+  void *dev = deviceFrom(ctx.get(), stream, data);
+  ASSERT_OK(offload_rt_stream_enqueue_host_fn(ctx.get(), stream, sleepMs,
+                                              reinterpret_cast<void *>(200)));
+  std::vector<offload_rt_host_buffer *> bufs;
+  for (int i = 0; i < 16; ++i) {
+    offload_rt_host_buffer *buf = nullptr;
+    offload_rt_token *token = nullptr;
+    ASSERT_OK(offload_rt_offload_start(ctx.get(), dev, data.size(), stream, &buf,
+                                       &token));
+    ASSERT_OK(offload_rt_wait(ctx.get(), token, stream));
+    bufs.push_back(buf);
+  }
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaEventQuery", 8));
+  offload_rt_stats s{};
+  EXPECT_OK(offload_rt_get_stats(ctx.get(), &s));
+  ASSERT_OK(offload_rt_sim_inject_failure(ctx.get(), "cudaEventQuery", 1 << 30));
+  EXPECT_EQ(s.waits, 16u);
+  ASSERT_OK(offload_rt_synchronize(ctx.get()));
+  ASSERT_OK(offload_rt_stream_synchronize(ctx.get(), stream));
+  EXPECT_GT(stats().wait_ms, 0.0); // every wait reaped and timed once done
+  for (offload_rt_host_buffer *buf : bufs)
+    EXPECT_OK(offload_rt_free_host(ctx.get(), buf));
+  EXPECT_OK(offload_rt_device_free(ctx.get(), dev, stream));
+}
+
 TEST_F(Runtime, BackendFailuresNameTheCallAndCorruptNothing) {
   if (testOptions().backend != OFFLOAD_RT_BACKEND_SIM)
     GTEST_SKIP() << "failure injection is a sim feature";
