@@ -72,9 +72,11 @@ against step time; needs matplotlib, else `--plot-from` draws it later).
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -482,7 +484,7 @@ def stream_waits(host: list) -> list:
 COPY_END_SLACK_US = 20.0
 
 
-def idle_causes(kernels: list, launched: list, stream_waits: list = (),
+def idle_causes(kernels: list, launched: list, wait_calls: list = (),
                 copy_ends: list = ()) -> dict:
     """Microseconds of the device's idle time (no kernel running, between
     its first kernel and its last) by cause: `host_late`, the part before
@@ -491,7 +493,7 @@ def idle_causes(kernels: list, launched: list, stream_waits: list = (),
     another stream's event, or the launch's own latency); `unknown`, gaps
     before a kernel whose launch the trace lacks. `queued_at_stream_wait`
     is the part of `queued` before kernels whose launch came after a
-    cudaStreamWaitEvent call (host start times in `stream_waits`, on any
+    cudaStreamWaitEvent call (host start times in `wait_calls`, on any
     stream) that followed the previous kernel's launch: the gaps at the
     copies' waits and events. `queued_until_copy_end` is the part of
     `queued` whose kernel started within COPY_END_SLACK_US of the end of a
@@ -499,7 +501,13 @@ def idle_causes(kernels: list, launched: list, stream_waits: list = (),
     stalled on a copy, not on the cost of the wait itself."""
     out = {"host_late_us": 0.0, "queued_us": 0.0, "unknown_us": 0.0,
            "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
-    waits = sorted(stream_waits)
+    waits, ends = sorted(wait_calls), sorted(copy_ends)
+
+    def any_in(values: list, low: float, high: float) -> bool:
+        """Whether sorted `values` has one in [low, high]."""
+        i = bisect.bisect_left(values, low)
+        return i < len(values) and values[i] <= high
+
     busy_until = None
     previous_launch = None
     for (start, end, _), launch in zip(kernels, launched):
@@ -512,9 +520,10 @@ def idle_causes(kernels: list, launched: list, stream_waits: list = (),
                 out["host_late_us"] += late
                 out["queued_us"] += gap - late
                 after = previous_launch if previous_launch is not None else float("-inf")
-                if any(after < w < launch for w in waits):
+                if any_in(waits, math.nextafter(after, math.inf),
+                          math.nextafter(launch, -math.inf)):
                     out["queued_at_stream_wait_us"] += gap - late
-                if any(busy_until <= e <= start <= e + COPY_END_SLACK_US for e in copy_ends):
+                if any_in(ends, max(busy_until, start - COPY_END_SLACK_US), start):
                     out["queued_until_copy_end_us"] += gap - late
         busy_until = end if busy_until is None else max(busy_until, end)
         if launch is not None:

@@ -183,7 +183,7 @@ def test_idle_causes_split_host_late_from_queued():
     assert none == {"host_late_us": 2.0, "queued_us": 13.0, "unknown_us": 5.0,
                     "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
     # A stream wait issued between b's launch and c's: c's gap was at it.
-    at_wait = bench.idle_causes(kernels, launched, stream_waits=[12.5])
+    at_wait = bench.idle_causes(kernels, launched, wait_calls=[12.5])
     assert at_wait == none | {"queued_at_stream_wait_us": 10.0}
     # A copy that ended at 25 (c starts 5 us later) held c; one ending at 12
     # (b starts 3 us later) held b's queued part; one ending 25 us before a
