@@ -76,7 +76,6 @@ import bisect
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -502,12 +501,6 @@ def idle_causes(kernels: list, launched: list, wait_calls: list = (),
     out = {"host_late_us": 0.0, "queued_us": 0.0, "unknown_us": 0.0,
            "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
     waits, ends = sorted(wait_calls), sorted(copy_ends)
-
-    def any_in(values: list, low: float, high: float) -> bool:
-        """Whether sorted `values` has one in [low, high]."""
-        i = bisect.bisect_left(values, low)
-        return i < len(values) and values[i] <= high
-
     busy_until = None
     previous_launch = None
     for (start, end, _), launch in zip(kernels, launched):
@@ -519,11 +512,14 @@ def idle_causes(kernels: list, launched: list, wait_calls: list = (),
                 late = min(gap, max(0.0, launch - busy_until))
                 out["host_late_us"] += late
                 out["queued_us"] += gap - late
+                # The first wait call after the previous launch, and the
+                # first copy end in the gap's last COPY_END_SLACK_US.
                 after = previous_launch if previous_launch is not None else float("-inf")
-                if any_in(waits, math.nextafter(after, math.inf),
-                          math.nextafter(launch, -math.inf)):
+                i = bisect.bisect_right(waits, after)
+                if i < len(waits) and waits[i] < launch:
                     out["queued_at_stream_wait_us"] += gap - late
-                if any_in(ends, max(busy_until, start - COPY_END_SLACK_US), start):
+                j = bisect.bisect_left(ends, max(busy_until, start - COPY_END_SLACK_US))
+                if j < len(ends) and ends[j] <= start:
                     out["queued_until_copy_end_us"] += gap - late
         busy_until = end if busy_until is None else max(busy_until, end)
         if launch is not None:
@@ -1323,28 +1319,28 @@ def main(argv: list[str] | None = None) -> int:
             row_a, row_b = paired_rows(args.paired)
         except ValueError as e:
             p.error(str(e))
-    if args.paired and args.repeat > 1:
-        # Each its own process: a process's median moves by more than the
-        # costs a pair resolves (docs/benchmarks/peers.md, run 28).
-        runs = []
-        clean = child_args(argv if argv is not None else sys.argv[1:], ("--out", "--repeat"))
-        for i in range(1, args.repeat + 1):
-            with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "paired")
-                proc = subprocess.run(
-                    [sys.executable, "-m", "offload_mlir.bench", *clean, "--out", out],
-                    capture_output=True, text=True, env=_child_env())
-                if proc.returncode != 0:
-                    print(proc.stdout[-2000:] + proc.stderr[-4000:], file=sys.stderr)
-                    p.error(f"--paired, process {i} of {args.repeat}: exit {proc.returncode}")
-                with open(out + ".json") as f:
-                    runs.append(json.load(f)["paired"])
-            print(f"== process {i}: {runs[-1]['ratio_median']:.3f}x", flush=True)
-        doc = {"args": vars(args), **_machine(args), "paired": pool_paired(runs),
-               "paired_runs": runs}
-    elif args.paired:
-        doc = {"args": vars(args), **_machine(args), "paired": run_paired(args, row_a, row_b)}
-    if args.paired:
+        if args.repeat == 1:
+            paired = {"paired": run_paired(args, row_a, row_b)}
+        else:
+            # Each its own process: a process's median moves by more than the
+            # costs a pair resolves (docs/benchmarks/peers.md, run 28).
+            runs = []
+            clean = child_args(argv if argv is not None else sys.argv[1:], ("--out", "--repeat"))
+            for i in range(1, args.repeat + 1):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = os.path.join(tmp, "paired")
+                    proc = subprocess.run(
+                        [sys.executable, "-m", "offload_mlir.bench", *clean, "--out", out],
+                        capture_output=True, text=True, env=_child_env())
+                    if proc.returncode != 0:
+                        print(proc.stdout[-2000:] + proc.stderr[-4000:], file=sys.stderr)
+                        p.error(f"--paired, process {i} of {args.repeat}: "
+                                f"exit {proc.returncode}")
+                    with open(out + ".json") as f:
+                        runs.append(json.load(f)["paired"])
+                print(f"== process {i}: {runs[-1]['ratio_median']:.3f}x", flush=True)
+            paired = {"paired": pool_paired(runs), "paired_runs": runs}
+        doc = {"args": vars(args), **_machine(args), **paired}
         text = paired_table(doc)
         print(text)
         if args.out:
