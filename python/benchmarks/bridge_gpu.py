@@ -242,6 +242,7 @@ def _table(results: list[dict], base: str) -> str:
             continue
         ratio = r["step_s_median"] / b["step_s_median"] if b else float("nan")
         rt = r.get("runtime") or {}
+        wait_s = rt.get("exposed_wait_seconds", 0)  # None: the waits were not timed
         cmp_ = r.get("vs_" + base)
         ident = "" if cmp_ is None else (
             "identical" if cmp_["losses_identical"] and cmp_["grads_identical"] else "DIFFER")
@@ -249,8 +250,7 @@ def _table(results: list[dict], base: str) -> str:
             f"| {r['config']} | {r['step_s_median']*1e3:.1f} ms | {ratio:.3f}x | "
             f"{r['peak_fwd_bwd_bytes']/2**30:.2f} GiB | {len(r.get('offloaded') or [])} | "
             f"{rt.get('d2h_bytes', 0)/2**30:.2f} / {rt.get('h2d_bytes', 0)/2**30:.2f} GiB | "
-            + ("untimed | " if rt.get("exposed_wait_seconds", 0) is None
-               else f"{rt.get('exposed_wait_seconds', 0)*1e3:.1f} ms | ") +
+            + ("untimed | " if wait_s is None else f"{wait_s * 1e3:.1f} ms | ") +
             f"{rt.get('pinned_peak_bytes', 0)/2**30:.2f} GiB | {ident} |")
     return "\n".join(rows) + "\n"
 
