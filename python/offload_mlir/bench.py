@@ -440,7 +440,7 @@ def _peak_rss_bytes() -> int:
 
 class Trace(NamedTuple):
     """The complete events of a torch.profiler chrome trace, in microseconds."""
-    kernels: list    # (start, end, name), sorted by start
+    kernels: list    # kernels and memsets: (start, end, name), sorted by start
     copies: list     # host-to-device and device-to-host copies: (start,
                      # end, "H2D" or "D2H", bytes), in trace order
     host: list       # host ops and CUDA runtime calls: (start, end, name)
@@ -463,7 +463,9 @@ def read_trace(path: str) -> Trace:
             host.append((start, start + dur, name))
         if cat in ("cuda_runtime", "cuda_driver") and correlation is not None:
             launch_end[correlation] = start + dur
-        if cat == "kernel":
+        if cat in ("kernel", "gpu_memset"):
+            # A memset occupies its stream as a kernel does: the device is
+            # not idle while one runs.
             kernels.append((start, start + dur, name, correlation))
         elif cat == "gpu_memcpy" and ("DtoH" in name or "HtoD" in name):
             n = int((e.get("args") or {}).get("bytes", 0))
@@ -478,9 +480,47 @@ def stream_waits(host: list) -> list:
     return [a for a, _, name in host if name == "cudaStreamWaitEvent"]
 
 
+# CUDA runtime calls that put work other than a kernel on a stream: the
+# copy ops' events, waits and copies (and any other such call).
+_STREAM_WORK = ("EventRecord", "StreamWaitEvent", "Memcpy", "Memset")
+
+
+def stream_calls(host: list) -> list:
+    """(host start, name) of the CUDA calls among `host` that enqueue stream
+    work other than a kernel (_STREAM_WORK), sorted by start."""
+    return sorted((a, name) for a, _, name in host
+                  if name.startswith("cu") and any(w in name for w in _STREAM_WORK))
+
+
 # A kernel that starts this soon after a copy ended, with the device idle
 # since before that end, waited for the copy (a wait's event fires with it).
 COPY_END_SLACK_US = 20.0
+
+
+def _queued_gaps(kernels: list, launched: list):
+    """Each gap with no kernel running (between the first kernel and the
+    last) before a kernel whose launch the trace has: (gap start, kernel
+    start, its launch's end, the previous launch's end or -inf, host-late
+    microseconds). Gaps before a kernel of unknown launch come as a launch
+    of None."""
+    busy_until = None
+    previous_launch = float("-inf")
+    for (start, end, _), launch in zip(kernels, launched):
+        if busy_until is not None and start > busy_until:
+            late = None if launch is None else min(start - busy_until,
+                                                   max(0.0, launch - busy_until))
+            yield busy_until, start, launch, previous_launch, late
+        busy_until = end if busy_until is None else max(busy_until, end)
+        if launch is not None:
+            previous_launch = launch
+
+
+def _copy_ended(ends: list, gap_start: float, start: float):
+    """Index into `ends` (sorted copy end times) of a copy that ended in the
+    gap's last COPY_END_SLACK_US, i.e. that the kernel starting at `start`
+    waited for; None if there is none."""
+    j = bisect.bisect_left(ends, max(gap_start, start - COPY_END_SLACK_US))
+    return j if j < len(ends) and ends[j] <= start else None
 
 
 def idle_causes(kernels: list, launched: list, wait_calls: list = (),
@@ -501,29 +541,52 @@ def idle_causes(kernels: list, launched: list, wait_calls: list = (),
     out = {"host_late_us": 0.0, "queued_us": 0.0, "unknown_us": 0.0,
            "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
     waits, ends = sorted(wait_calls), sorted(copy_ends)
-    busy_until = None
-    previous_launch = None
-    for (start, end, _), launch in zip(kernels, launched):
-        if busy_until is not None and start > busy_until:
-            gap = start - busy_until
-            if launch is None:
-                out["unknown_us"] += gap
-            else:
-                late = min(gap, max(0.0, launch - busy_until))
-                out["host_late_us"] += late
-                out["queued_us"] += gap - late
-                # The first wait call after the previous launch, and the
-                # first copy end in the gap's last COPY_END_SLACK_US.
-                after = previous_launch if previous_launch is not None else float("-inf")
-                i = bisect.bisect_right(waits, after)
-                if i < len(waits) and waits[i] < launch:
-                    out["queued_at_stream_wait_us"] += gap - late
-                j = bisect.bisect_left(ends, max(busy_until, start - COPY_END_SLACK_US))
-                if j < len(ends) and ends[j] <= start:
-                    out["queued_until_copy_end_us"] += gap - late
-        busy_until = end if busy_until is None else max(busy_until, end)
-        if launch is not None:
-            previous_launch = launch
+    for gap_start, start, launch, previous_launch, late in _queued_gaps(kernels, launched):
+        gap = start - gap_start
+        if launch is None:
+            out["unknown_us"] += gap
+            continue
+        out["host_late_us"] += late
+        out["queued_us"] += gap - late
+        i = bisect.bisect_right(waits, previous_launch)
+        if i < len(waits) and waits[i] < launch:
+            out["queued_at_stream_wait_us"] += gap - late
+        if _copy_ended(ends, gap_start, start) is not None:
+            out["queued_until_copy_end_us"] += gap - late
+    return out
+
+
+def queued_by_calls(kernels: list, launched: list, calls: list, copies: list = ()) -> dict:
+    """The queued idle time (as idle_causes counts it) by the stream work
+    the host enqueued between the previous kernel's launch and the gap's
+    kernel's: `calls` is stream_calls' (host start, name) list; a gap's key
+    names each call with its count ("cudaEventRecord x2 +
+    cudaStreamWaitEvent"), "none" where there was none (a kernel's own
+    launch latency), and ends in ", until a D2H copy ended" (or H2D) where
+    the gap ended as a copy did (`copies` as read_trace gives them, or
+    (start, end) spans: "a copy"): a stall on that copy, not the calls' own
+    cost. Per key: [queued microseconds, gaps]. An offload (event, wait on
+    the copy stream, copy, event), a load (event, two waits, copy, event)
+    and a wait (one cudaStreamWaitEvent) each leave their own key."""
+    out: dict[str, list] = {}
+    starts = [a for a, _ in calls]
+    ended = sorted((c[1], f"a {c[2]} copy" if len(c) > 2 else "a copy") for c in copies)
+    ends = [e for e, _ in ended]
+    for gap_start, start, launch, previous_launch, late in _queued_gaps(kernels, launched):
+        if launch is None:
+            continue
+        names: dict[str, int] = {}
+        for _, name in calls[bisect.bisect_right(starts, previous_launch):
+                             bisect.bisect_left(starts, launch)]:
+            names[name] = names.get(name, 0) + 1
+        key = " + ".join(n if c == 1 else f"{n} x{c}" for n, c in sorted(names.items())) \
+            or "none"
+        j = _copy_ended(ends, gap_start, start)
+        if j is not None:
+            key += f", until {ended[j][1]} ended"
+        entry = out.setdefault(key, [0.0, 0])
+        entry[0] += start - gap_start - late
+        entry[1] += 1
     return out
 
 
@@ -580,6 +643,11 @@ def _trace_figures(path: str, worst: int = 12) -> dict:
             "kernel_idle_ms": {k.removesuffix("_us"): v * 1e-3
                                for k, v in idle_causes(kernels, launched, stream_waits(host),
                                                        [b for _, b, *_ in copies]).items()},
+            # Its queued part by the stream work enqueued before each gap
+            # and the copy it stalled on: [ms, gaps] (queued_by_calls).
+            "kernel_queued_by_calls": {
+                k: [us * 1e-3, n] for k, (us, n) in queued_by_calls(
+                    kernels, launched, stream_calls(host), copies).items()},
             "device_idle_worst": host_gaps[:worst],
             "copy_seconds": _union_length(spans) * 1e-6,
             "exposed_copy_seconds": _uncovered_length(spans, cover) * 1e-6,

@@ -173,6 +173,25 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
         {"dir": "H2D", "mib": 1.0, "start_ms": 0.03, "end_ms": 0.032, "exposed_ms": 0.0}]
 
 
+def test_read_trace_counts_memsets_as_stream_work(tmp_path):
+    # A memset occupies the compute stream as a kernel does: the device is
+    # busy from 0 to 25, not idle while it zeroes a buffer.
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "mm", "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 10, "dur": 5,
+         "args": {"correlation": 3}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemsetAsync", "ts": 1, "dur": 1,
+         "args": {"correlation": 3}},
+        {"ph": "X", "cat": "kernel", "name": "add", "ts": 15, "dur": 10},
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    t = bench.read_trace(str(path))
+    assert t.kernels == [(0, 10, "mm"), (10, 15, "Memset (Device)"), (15, 25, "add")]
+    assert t.launched == [None, 2.0, None]
+    assert bench._trace_figures(str(path))["kernel_busy_ms"] == pytest.approx(0.025)
+
+
 def test_idle_causes_split_host_late_from_queued():
     kernels = [(0, 10, "a"), (15, 20, "b"), (30, 40, "c"), (45, 50, "d"), (48, 60, "e")]
     # b's launch returned at 12: 2 us of its gap the host's, 3 us queued;
@@ -353,3 +372,32 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     assert backend.options.recompute_budget == 0.7 and backend.options.plan == "all"
     assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
         .recompute_budget is None
+
+
+def test_queued_by_calls_names_the_stream_work_before_each_gap():
+    kernels = [(0, 10, "a"), (15, 20, "b"), (30, 40, "c"), (45, 50, "d")]
+    launched = [1.0, 12.0, 13.0, 14.0]
+    host = [(1, 2, "cudaLaunchKernel"),
+            # before b's launch: an offload's event, wait, copy and event
+            (5, 6, "cudaEventRecord"), (6, 7, "cudaStreamWaitEvent"),
+            (7, 8, "cudaMemcpyAsync"), (8, 9, "cudaEventRecord"), (9, 9.5, "cudaEventQuery"),
+            (12, 12.2, "cudaLaunchKernel"),
+            # before c's launch: one wait; d's launch follows c's with nothing between
+            (12.5, 12.8, "cudaStreamWaitEvent")]
+    calls = bench.stream_calls(host)
+    assert [n for _, n in calls] == ["cudaEventRecord", "cudaStreamWaitEvent",
+                                     "cudaMemcpyAsync", "cudaEventRecord",
+                                     "cudaStreamWaitEvent"]
+    # c's gap ended 2 us after a D2H copy ended at 28: a stall on it. A copy
+    # that ended before b's gap began held nothing.
+    copies = [(20.0, 28.0, "D2H", 1 << 20), (1.0, 9.0, "H2D", 1 << 20)]
+    r = bench.queued_by_calls(kernels, launched, calls, copies)
+    assert r == {"cudaEventRecord x2 + cudaMemcpyAsync + cudaStreamWaitEvent": [3.0, 1],
+                 "cudaStreamWaitEvent, until a D2H copy ended": [10.0, 1], "none": [5.0, 1]}
+    # Spans without a direction: "a copy".
+    assert "cudaStreamWaitEvent, until a copy ended" in bench.queued_by_calls(
+        kernels, launched, calls, [(20.0, 28.0)])
+    # The keys split the queued time idle_causes counts, not the host's part.
+    total = bench.idle_causes(kernels, launched)["queued_us"]
+    assert sum(v[0] for v in r.values()) == total
+    assert bench.queued_by_calls([], [], calls) == {}
