@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gzip
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -74,9 +76,11 @@ def _idle(kernels, copies) -> float:
 def compare(base, other) -> dict:
     """Align other's kernels with base's by name; per class, base's time,
     the matched kernels' added time, and other's copy overlap. Each step is
-    (kernels, copy spans, launch ends, stream-wait calls) as bench.read_trace
-    and bench.stream_waits give them; launch ends may be None (unknown)."""
-    (bk, _, bl, bw), (ok, oc, ol, ow) = base, other
+    (kernels, copy spans, launch ends, stream-wait calls[, stream calls]) as
+    bench.read_trace, bench.stream_waits and bench.stream_calls give them;
+    launch ends may be None (unknown)."""
+    (bk, _, bl, bw, *b_calls), (ok, o_copies, ol, ow, *o_calls) = base, other
+    oc = [(a, b) for a, b, *_ in o_copies]
     matcher = difflib.SequenceMatcher(None, [matching_name(k[2]) for k in bk],
                                       [matching_name(k[2]) for k in ok], autojunk=False)
     out = {c: {"base_us": 0.0, "added_us": 0.0, "overlap_us": 0.0, "added_under_copy_us": 0.0,
@@ -111,6 +115,9 @@ def compare(base, other) -> dict:
     idle = [_idle(ks, []) for ks in (bk, ok)] + [_idle(ok, oc)]
     causes = [bench.idle_causes(*side) for side in
               ((bk, bl, bw, []), (ok, ol, ow, [b for _, b in oc]))]
+    by_calls = [bench.queued_by_calls(ks, ls, calls[0] if calls else [], copies)
+                for ks, ls, calls, copies in ((bk, bl, b_calls, []),
+                                              (ok, ol, o_calls, o_copies))]
     totals = {c: [sum(k[1] - k[0] for k in ks if kernel_class(k[2]) == c) for ks in (bk, ok)]
               for c in CLASSES}
     span = [ks[-1][1] - ks[0][0] if ks else 0.0 for ks in (bk, ok)]
@@ -120,6 +127,7 @@ def compare(base, other) -> dict:
             "class_totals_us": totals, "span_us": span,
             "idle_us": {"base": idle[0], "other": idle[1], "other_without_copy": idle[2]},
             "idle_causes_us": {"base": causes[0], "other": causes[1]},
+            "queued_by_calls": {"base": by_calls[0], "other": by_calls[1]},
             "unmatched_base": unmatched[0], "unmatched_other": unmatched[1],
             "unmatched_base_us": sum(us for _, us in unmatched[0].values()),
             "unmatched_other_us": sum(us for _, us in unmatched[1].values()),
@@ -146,6 +154,12 @@ def summarize(rounds: list[dict]) -> dict:
                       "queued_until_copy_end_us"):
             summary[f"idle_{side}_{cause}"] = statistics.median(
                 r["idle_causes_us"][side][cause] for r in rounds)
+    for side in ("base", "other"):
+        per_round = [r.get("queued_by_calls", {}).get(side, {}) for r in rounds]
+        keys = sorted({k for calls in per_round for k in calls})
+        summary[f"queued_by_calls_{side}"] = {
+            k: [statistics.median(calls.get(k, [0.0, 0])[i] for calls in per_round)
+                for i in range(2)] for k in keys}
     summary["span_added_us"] = statistics.median(r["span_us"][1] - r["span_us"][0]
                                                  for r in rounds)
     summary["unmatched_other_us"] = statistics.median(r["unmatched_other_us"] for r in rounds)
@@ -165,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", default=None, help="JSON path for every figure")
+    p.add_argument("--keep-traces", default=None, metavar="DIR",
+                   help="gzip the last round's two chrome traces into DIR")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("kernel_interference.py needs CUDA", file=sys.stderr)
@@ -213,8 +229,15 @@ def main(argv: list[str] | None = None) -> int:
                 path = os.path.join(tmp, f"{which}-{r}.json")
                 prof.export_chrome_trace(path)
                 t = bench.read_trace(path)
-                traces[which].append((t.kernels, [(a, b) for a, b, *_ in t.copies],
-                                      t.launched, bench.stream_waits(t.host)))
+                if args.keep_traces and r == args.rounds - 1:
+                    os.makedirs(args.keep_traces, exist_ok=True)
+                    with open(path, "rb") as src, gzip.open(os.path.join(
+                            args.keep_traces, f"{rows[which].name}.json.gz".replace(":", "_")),
+                            "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                traces[which].append((t.kernels, t.copies,
+                                      t.launched, bench.stream_waits(t.host),
+                                      bench.stream_calls(t.host)))
     versus = [compare(a, b) for a, b in zip(traces[0], traces[1])]
     noise = [compare(traces[0][i], traces[0][i + 1]) for i in range(len(traces[0]) - 1)]
     doc = {"rows": [r.name for r in rows], "config": args.config, "rounds": args.rounds,
@@ -245,6 +268,12 @@ def main(argv: list[str] | None = None) -> int:
               f"(at a stream wait {v[f'idle_{key}_queued_at_stream_wait_us'] / 1e3:.3f} ms, "
               f"until a copy ended {v[f'idle_{key}_queued_until_copy_end_us'] / 1e3:.3f} ms), "
               f"unknown {v[f'idle_{key}_unknown_us'] / 1e3:.3f} ms")
+    for side, key in (("A", "base"), ("B", "other")):
+        print(f"{side}'s queued idle by the stream work enqueued before each gap "
+              "(median per step: ms, gaps):")
+        calls = sorted(v[f"queued_by_calls_{key}"].items(), key=lambda kv: -kv[1][0])
+        for name, (us, n) in calls[:12]:
+            print(f"  {name}: {us / 1e3:.3f} ms, {n:g}")
     last = versus[-1]
     for side, key in (("B", "unmatched_other"), ("A", "unmatched_base")):
         worst = sorted(last[key].items(), key=lambda kv: -kv[1][1])[:8]

@@ -52,3 +52,19 @@ def test_compare_aligns_kernels_and_charges_copy_overlap():
     assert s["other"]["added_per_copy_second"] == pytest.approx(0.4)
     assert s["other"]["all_added_us"] == 3 and s["span_added_us"] == 5
     assert s["idle_other_host_late_us"] == 1.0 and s["idle_base_queued_us"] == 0.0
+
+
+def test_compare_splits_queued_idle_by_the_calls_before_it():
+    base = ([(0, 10, "nvjet_a"), (10, 20, "flash_fwd")], [], [1.0, 2.0], [])
+    # The other step's flash_fwd waited 3 us behind one stream wait; without
+    # a fifth element (no calls traced) everything queued is "none".
+    # It ended as an H2D copy did: a load's wait that stalled.
+    other = ([(0, 10, "nvjet_a"), (13, 23, "flash_fwd")], [(2.0, 12.5, "H2D", 4096)],
+             [1.0, 2.0], [1.5], [(1.5, "cudaStreamWaitEvent")])
+    r = ki.compare(base, other)
+    stall = "cudaStreamWaitEvent, until a H2D copy ended"
+    assert r["queued_by_calls"] == {"base": {}, "other": {stall: [3.0, 1]}}
+    assert r["copy_us"] == 10.5
+    s = ki.summarize([r, r, ki.compare(base, other[:4])])
+    assert s["queued_by_calls_other"] == {stall: [3.0, 1],
+                                          "none, until a H2D copy ended": [0.0, 0]}
