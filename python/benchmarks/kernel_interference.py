@@ -182,15 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-traces", default=None, metavar="DIR",
                    help="gzip the last round's two chrome traces into DIR")
     args = p.parse_args(argv)
+    # The rows --paired takes, with its checks (a compile row's amb= is
+    # process-wide, so the other row must share it).
+    try:
+        rows = bench.paired_rows(args.rows)
+    except ValueError as e:
+        p.error(str(e).replace("--paired", "--rows"))
     if not torch.cuda.is_available():
         print("kernel_interference.py needs CUDA", file=sys.stderr)
         return 2
     cfg = dict(bench.MODEL_DEFAULTS) | bench.CONFIGS[args.config]
-    rows = [bench.parse_row(r) for r in args.rows.split(",")]
-    if len(rows) != 2 or any(r.family not in ("compile", "offload-mlir") for r in rows):
-        p.error("--rows takes two compiled rows: compile or offload-mlir")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.use_deterministic_algorithms(True)
+    for row in rows:
+        bench._set_process_recompute_budget(torch, row)
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
     llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
                                kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])

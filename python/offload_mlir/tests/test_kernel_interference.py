@@ -68,3 +68,19 @@ def test_compare_splits_queued_idle_by_the_calls_before_it():
     s = ki.summarize([r, r, ki.compare(base, other[:4])])
     assert s["queued_by_calls_other"] == {stall: [3.0, 1],
                                           "none, until a H2D copy ended": [0.0, 0]}
+
+
+@pytest.mark.parametrize("rows, message", [
+    ("compile", "takes two rows"),
+    ("compile,eager", "compile and offload-mlir rows"),
+    # A compile row's amb= is torch's process-wide budget: the offload-mlir
+    # row would be profiled under it without saying so.
+    ("compile:amb=0.7,offload-mlir", "applies to both rows"),
+])
+def test_rows_are_checked_as_paired_rows_before_any_cuda(rows, message, capsys):
+    pytest.importorskip("torch")
+    with pytest.raises(SystemExit) as e:
+        ki.main(["--rows", rows])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "--rows" in err and "--paired" not in err
