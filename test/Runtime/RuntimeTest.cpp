@@ -1493,19 +1493,15 @@ TEST_F(CopyGroup, LoadGroupSharesOneDeviceAllocation) {
   for (size_t i = 0; i < n; ++i) {
     ASSERT_OK(offload_rt_wait(ctx.get(), tokens[i], stream));
     EXPECT_TRUE(hostFrom(ctx.get(), stream, back[i], bytes[i]) == data[i]);
-    if (i > 0) // side by side, at the offload group's offsets
+    if (i > 0) { // side by side, at the offload group's offsets
+      auto hostAt = [&](size_t k) {
+        void *p = nullptr;
+        offload_rt_host_data(ctx.get(), bufs[k], 0, &p);
+        return static_cast<const char *>(p);
+      };
       EXPECT_EQ(static_cast<char *>(back[i]) - static_cast<char *>(back[0]),
-                static_cast<const char *>(
-                    [&] {
-                      void *p = nullptr;
-                      offload_rt_host_data(ctx.get(), bufs[i], 0, &p);
-                      return p;
-                    }()) -
-                    static_cast<const char *>([&] {
-                      void *p = nullptr;
-                      offload_rt_host_data(ctx.get(), bufs[0], 0, &p);
-                      return p;
-                    }()));
+                hostAt(i) - hostAt(0));
+    }
   }
   ASSERT_OK(offload_rt_synchronize(ctx.get()));
   offload_rt_stats loaded = stats();
