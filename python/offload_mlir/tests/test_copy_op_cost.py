@@ -1,24 +1,14 @@
 """python/benchmarks/copy_op_cost.py's host part, on the ops' simulated
 backend (its device part needs CUDA and runs on the H100)."""
 
-import importlib.util
-import os
-
 import pytest
 
-torch = pytest.importorskip("torch")
-try:
-    from offload_mlir import ops  # noqa: F401
-except OSError as e:  # the .so is not built
-    if os.environ.get("CI", "").lower() == "true":
-        raise
-    pytest.skip(f"liboffload_torch_ops.so not built: {e}", allow_module_level=True)
+from .helpers import import_ops_or_skip, load_benchmark
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_PATH = os.path.join(_HERE, "..", "..", "benchmarks", "copy_op_cost.py")
-_spec = importlib.util.spec_from_file_location("copy_op_cost", _PATH)
-copy_op_cost = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(copy_op_cost)
+torch = pytest.importorskip("torch")
+ops = import_ops_or_skip()
+
+copy_op_cost = load_benchmark("copy_op_cost")
 
 
 def test_host_cost_times_each_op_in_order():

@@ -1,12 +1,10 @@
-import importlib.util
 import json
 import os
 
+from .helpers import load_benchmark
+
 _HERE = os.path.dirname(__file__)
-_PATH = os.path.join(_HERE, "..", "..", "benchmarks", "frontier.py")
-_spec = importlib.util.spec_from_file_location("frontier", _PATH)
-frontier = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(frontier)
+frontier = load_benchmark("frontier")
 _BLOCK = os.path.join(_HERE, "..", "..", "..", "test", "Examples", "llama_block.mlir")
 
 

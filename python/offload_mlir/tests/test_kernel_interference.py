@@ -1,16 +1,11 @@
 """The trace arithmetic of python/benchmarks/kernel_interference.py (the
 profiling itself needs CUDA and runs on the H100)."""
 
-import importlib.util
-import os
-
 import pytest
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_PATH = os.path.join(_HERE, "..", "..", "benchmarks", "kernel_interference.py")
-_spec = importlib.util.spec_from_file_location("kernel_interference", _PATH)
-ki = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ki)
+from .helpers import load_benchmark
+
+ki = load_benchmark("kernel_interference")
 
 
 def test_kernel_classes_and_names():

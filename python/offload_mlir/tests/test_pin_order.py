@@ -10,19 +10,15 @@ the load start that sat between them in the graph.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
+from .helpers import import_ops_or_skip
+
 torch = pytest.importorskip("torch")
 
-try:
-    from offload_mlir import ops  # noqa: F401  (registers torch.ops.offload)
-except OSError as e:  # the .so is not built
-    if os.environ.get("CI", "").lower() == "true":
-        raise
-    pytest.skip(f"liboffload_torch_ops.so not built: {e}", allow_module_level=True)
+import_ops_or_skip()  # registers torch.ops.offload
 
 from offload_mlir.pin_order import PinCopyOrder, copy_windows, installed_pass
 

@@ -2,7 +2,6 @@
 python/benchmarks/random_steps.py (the lit test is
 test/Transforms/property/random-steps.mlir)."""
 
-import importlib.util
 import json
 import os
 import re
@@ -11,10 +10,9 @@ import sys
 
 import pytest
 
-_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "random_steps.py")
-_spec = importlib.util.spec_from_file_location("random_steps", _PATH)
-random_steps = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(random_steps)
+from .helpers import load_benchmark
+
+random_steps = load_benchmark("random_steps")
 
 
 def test_deterministic():

@@ -1,12 +1,10 @@
-import importlib.util
 import os
 import re
 import subprocess
 
-_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "scaling.py")
-_spec = importlib.util.spec_from_file_location("scaling", _PATH)
-scaling = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scaling)
+from .helpers import load_benchmark
+
+scaling = load_benchmark("scaling")
 
 
 def test_counts():

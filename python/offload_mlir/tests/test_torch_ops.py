@@ -21,16 +21,13 @@ import threading
 
 import pytest
 
+from .helpers import import_ops_or_skip
+
 torch = pytest.importorskip("torch")
 
 _PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-try:
-    from offload_mlir import ops
-except OSError as e:  # the .so is not built
-    if os.environ.get("CI", "").lower() == "true":
-        raise
-    pytest.skip(f"liboffload_torch_ops.so not built: {e}", allow_module_level=True)
+ops = import_ops_or_skip()
 
 
 CPU = torch.device("cpu")
