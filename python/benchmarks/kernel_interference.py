@@ -185,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     # The rows --paired takes, with its checks (a compile row's amb= is
     # process-wide, so the other row must share it).
     try:
-        rows = bench.paired_rows(args.rows)
+        rows = bench.paired_rows(args.rows, option="--rows")
     except ValueError as e:
-        p.error(str(e).replace("--paired", "--rows"))
+        p.error(str(e))
     if not torch.cuda.is_available():
         print("kernel_interference.py needs CUDA", file=sys.stderr)
         return 2

@@ -863,21 +863,23 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
 # ---------------------------------------------------------------------------
 
 
-def paired_rows(spec: str) -> tuple[Row, Row]:
-    """The two rows of `--paired A,B`; ValueError if they cannot be paired."""
+def paired_rows(spec: str, option: str = "--paired") -> tuple[Row, Row]:
+    """The two rows of `--paired A,B` (or of another tool's `option` that
+    takes the same pair); ValueError naming `option` if they cannot be
+    paired."""
     names = spec.split(",")
     if len(names) != 2:
-        raise ValueError(f"--paired takes two rows, A,B, not {spec!r}")
+        raise ValueError(f"{option} takes two rows, A,B, not {spec!r}")
     row_a, row_b = (parse_row(s) for s in names)
     for row in (row_a, row_b):
         if not row.compiled or row.family not in ("compile", "offload-mlir"):
-            raise ValueError(f"--paired takes compile and offload-mlir rows, not {row.name}")
+            raise ValueError(f"{option} takes compile and offload-mlir rows, not {row.name}")
     # A compile row's recompute budget is torch's process-wide setting, which
     # an offload-mlir row without its own amb= would inherit.
     for row, other in ((row_a, row_b), (row_b, row_a)):
         if (row.family == "compile" and "amb" in row.options
                 and other.options.get("amb") != row.options["amb"]):
-            raise ValueError("--paired: a compile row's amb= applies to both rows; "
+            raise ValueError(f"{option}: a compile row's amb= applies to both rows; "
                              "give the other row the same amb=")
     return row_a, row_b
 
