@@ -945,16 +945,20 @@ bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
   // bytes of hoisted loads issued at or before it and waited after it (in
   // flight), which the synchronous plan lacks.
   HoistedBytes bytesAt(liveAt.take_front(ops.size() + 1));
-  bool anyHoisted = false;
   double streamFree = kInf;
+  // The loads placed so far, latest wait first; their issue positions never
+  // grow along it.
+  SmallVector<unsigned> placed;
   for (unsigned index : loads) {
     PlannedCopy &copy = plan.copies[index];
     unsigned wait = copy.waitPos;
     unsigned first = getLoadIssueFloor(wait);
+    double transfer = profileLatency + double(copy.bytes) / h2dBandwidth;
     double end = std::min(startTimes[wait], streamFree);
-    double start = end - (profileLatency + double(copy.bytes) / h2dBandwidth) *
-                             (1 + execution.loadLead);
-    streamFree = start;
+    double start = end - transfer * (1 + execution.loadLead);
+    // The stream is needed from the copy's own start: the lead is slack for
+    // this copy, and does not push every earlier load earlier still.
+    streamFree = end - transfer;
     // The latest position at or before the wait whose start is early enough
     // (start times only grow), or the first position allowed.
     unsigned issue = wait;
@@ -965,6 +969,10 @@ bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
                   ? first
                   : unsigned(it - startTimes.begin()) - 1;
     }
+    // The H2D stream runs loads in the order they are issued: issued after
+    // a load that waits later, this one would queue behind it.
+    if (!placed.empty())
+      issue = std::min(issue, plan.copies[placed.back()].issuePos);
     // Then no higher than the first position, going up from the wait, where
     // its bytes would break the in-flight or the memory limit.
     int64_t blocked = bytesAt.lastAbove(
@@ -975,9 +983,21 @@ bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
       issue = unsigned(blocked) + 1;
     bytesAt.add(issue, wait, copy.bytes);
     copy.issuePos = issue;
-    anyHoisted |= issue < wait;
+    // Held back by memory below loads that wait later: those are issued no
+    // earlier than this one, so the stream still runs loads in wait order
+    // (they hold their bytes for less time, so no limit breaks).
+    for (unsigned later : llvm::reverse(placed)) {
+      PlannedCopy &laterCopy = plan.copies[later];
+      if (laterCopy.issuePos >= issue)
+        break;
+      bytesAt.add(laterCopy.issuePos, issue, -laterCopy.bytes);
+      laterCopy.issuePos = issue;
+    }
+    placed.push_back(index);
   }
-  return anyHoisted;
+  return llvm::any_of(loads, [&](unsigned index) {
+    return plan.copies[index].issuePos < plan.copies[index].waitPos;
+  });
 }
 
 SimulationResult StepModel::scheduleLoads(CopyPlan &plan,

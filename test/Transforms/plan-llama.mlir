@@ -49,7 +49,7 @@
 
 // L8: total: offloaded 136 values, 13.0 GiB; kept 90 values, 3.3 GiB
 // L8-NEXT: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 618.694 ms (exposed copies 458.670 ms)
-// L8-SCHED: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 565.876 ms (exposed copies 405.852 ms)
+// L8-SCHED: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 519.766 ms (exposed copies 359.742 ms)
 // L8-PEAK: "peak_bytes_after": 15039725696,
 // By default plan=hidden allows no predicted slowdown, even with every copy
 // 5% slower (copy-margin): 3.8 instead of 4.0 GiB offloaded. The peak is

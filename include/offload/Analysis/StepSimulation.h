@@ -191,7 +191,9 @@ public:
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
   /// the compute stream alone, its copy ends before its wait (the H2D stream
-  /// is serial: loads are placed latest first), never above the start of
+  /// is serial: loads are placed latest first, each `loadLead` of its own
+  /// copy time early, and no load is issued after one that waits later,
+  /// which the stream would run first), never above the start of
   /// backward nor above an op a copy start may not cross
   /// (getLoadIssueFloor), never so early that the bytes of loads issued and not yet
   /// waited exceed `maxInflightBytes` (0: no limit), and never so early that
