@@ -759,107 +759,13 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
   return plan;
 }
 
-void StepModel::placeOffloadWaits(CopyPlan &plan) const {
-  // Forward has no loads, and nothing stalls it before these waits, so its
-  // D2H copies run back to back in issue order from compute-only times.
-  SmallVector<unsigned> offloads;
-  for (auto [index, copy] : llvm::enumerate(plan.copies))
-    if (copy.kind == PlannedCopy::Kind::Offload &&
-        copy.issuePos < numForwardOps)
-      offloads.push_back(index);
-  llvm::stable_sort(offloads, [&](unsigned a, unsigned b) {
-    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
-    return std::make_pair(x.issuePos, x.sequence) <
-           std::make_pair(y.issuePos, y.sequence);
-  });
-  double streamFree = 0;
-  SmallVector<double> ends;
-  for (unsigned index : offloads) {
-    PlannedCopy &copy = plan.copies[index];
-    double end = std::max(startTimes[copy.issuePos], streamFree) +
-                 profileLatency + double(copy.bytes) / d2hBandwidth;
-    streamFree = end;
-    ends.push_back(end);
-    // The first forward op after the issue starting at or after `end`
-    // (start times only grow), then the first of those not a wait.
-    unsigned pos = std::lower_bound(startTimes.begin() + copy.issuePos + 1,
-                                    startTimes.begin() + numForwardOps, end) -
-                   startTimes.begin();
-    while (pos < numForwardOps && isa<WaitOp>(ops[pos].op))
-      ++pos;
-    // The wait moves up from the end of forward only across ops whose
-    // effects commute with it.
-    copy.waitPos = std::max(pos, getOffloadWaitFloor());
-  }
-  if (execution.release == ExecutionModel::Release::AtWait)
-    sinkOffloadWaits(plan, offloads, ends);
-}
-
-void StepModel::sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads,
-                                 ArrayRef<double> ends) const {
-  // A wait at the predicted end of its copy stalls forward as soon as the
-  // compute runs a little faster than predicted, or the link a little slower
-  // (on the H100, waits placed so stalled 0.7 and 1.0 ms mid-forward, 2.5%
-  // and 3.6% of the time elapsed, where the model's forward was 2.5% long).
-  // Held later, it costs only memory: each wait goes down to the first op
-  // predicted to start kWaitSlack later than its copy's end counted from the
-  // start of the step, and only as far as the bytes it keeps live leave the
-  // plan's predicted peak where it was. Later offloads first: the D2H queue
-  // behind them is longer.
-  constexpr double kWaitSlack = 0.05;
-  struct Sink {
-    unsigned copy;
-    /// Where the wait was placed, and the first position it may not pass.
-    unsigned from, limit;
-  };
-  SmallVector<Sink> sinks;
-  for (auto [index, end] : llvm::zip_equal(offloads, ends)) {
-    unsigned from = plan.copies[index].waitPos;
-    if (from >= numForwardOps)
-      continue;
-    unsigned limit = std::lower_bound(startTimes.begin(),
-                                      startTimes.begin() + numForwardOps,
-                                      end * (1 + kWaitSlack)) -
-                     startTimes.begin();
-    sinks.push_back({index, from, limit});
-  }
-  if (sinks.empty())
-    return;
-  llvm::stable_sort(sinks, [](const Sink &a, const Sink &b) {
-    return a.from > b.from;
-  });
-  SmallVector<int64_t> liveAt;
-  int64_t peak = simulate(plan, &liveAt).peakBytes;
-  for (const Sink &sink : sinks) {
-    PlannedCopy &copy = plan.copies[sink.copy];
-    // The latest position, not another wait (as placed above), with room
-    // at every position between. The wait's own position already counts
-    // the source as it starts (the release comes before the op's results).
-    unsigned pos = sink.from;
-    for (unsigned next = pos;
-         next < sink.limit &&
-         liveAt[next] + (next == sink.from ? 0 : copy.bytes) <= peak;) {
-      ++next;
-      if (next == numForwardOps || !isa<WaitOp>(ops[next].op))
-        pos = next;
-    }
-    for (unsigned p = sink.from; p < pos; ++p)
-      liveAt[p] += copy.bytes;
-    copy.waitPos = pos;
-  }
-  // liveAt is per position and the releases move to later times, so the
-  // bound is checked once more on the whole plan.
-  if (simulate(plan).peakBytes > peak)
-    for (const Sink &sink : sinks)
-      plan.copies[sink.copy].waitPos = sink.from;
-}
-
 namespace {
-/// Per op position, the live bytes of the synchronous plan plus the bytes of
-/// the loads hoisted across it, and those hoisted bytes alone: a segment tree
-/// with range add and range maximum, so placeLoads finds the last position
-/// that would break a limit in O(log n) instead of walking every position a
-/// load is hoisted across (quadratic over a large step's loads).
+/// Per op position, the live bytes of a plan plus the bytes added across it
+/// (loads hoisted, sources held to a later wait), and those added bytes
+/// alone: a segment tree with range add and range maximum, so placeLoads and
+/// sinkOffloadWaits find the position that would break a limit in O(log n)
+/// instead of walking every position a copy is moved across (quadratic over
+/// a large step's copies).
 class HoistedBytes {
 public:
   HoistedBytes(ArrayRef<int64_t> liveAt) : size(liveAt.size()) {
@@ -887,6 +793,14 @@ public:
     if (from >= to)
       return -1;
     return lastAbove(1, 0, leaves, from, to, liveLimit, hoistedLimit);
+  }
+
+  /// The first position in [from, to) whose live plus added bytes exceed
+  /// `liveLimit`; -1 if none.
+  int64_t firstAbove(size_t from, size_t to, int64_t liveLimit) {
+    if (from >= to)
+      return -1;
+    return firstAbove(1, 0, leaves, from, to, liveLimit);
   }
 
 private:
@@ -933,10 +847,111 @@ private:
     return lastAbove(2 * node, lo, mid, from, to, liveLimit, hoistedLimit);
   }
 
+  int64_t firstAbove(size_t node, size_t lo, size_t hi, size_t from,
+                     size_t to, int64_t liveLimit) {
+    if (to <= lo || hi <= from || live[node] <= liveLimit)
+      return -1;
+    if (hi - lo == 1)
+      return int64_t(lo);
+    push(node);
+    size_t mid = (lo + hi) / 2;
+    int64_t left = firstAbove(2 * node, lo, mid, from, to, liveLimit);
+    if (left >= 0)
+      return left;
+    return firstAbove(2 * node + 1, mid, hi, from, to, liveLimit);
+  }
+
   size_t size, leaves = 1;
   SmallVector<int64_t> live, hoisted, pending;
 };
 } // namespace
+
+void StepModel::placeOffloadWaits(CopyPlan &plan) const {
+  // Forward has no loads, and nothing stalls it before these waits, so its
+  // D2H copies run back to back in issue order from compute-only times.
+  SmallVector<unsigned> offloads;
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Offload &&
+        copy.issuePos < numForwardOps)
+      offloads.push_back(index);
+  llvm::stable_sort(offloads, [&](unsigned a, unsigned b) {
+    const PlannedCopy &x = plan.copies[a], &y = plan.copies[b];
+    return std::make_pair(x.issuePos, x.sequence) <
+           std::make_pair(y.issuePos, y.sequence);
+  });
+  double streamFree = 0;
+  for (unsigned index : offloads) {
+    PlannedCopy &copy = plan.copies[index];
+    double end = std::max(startTimes[copy.issuePos], streamFree) +
+                 profileLatency + double(copy.bytes) / d2hBandwidth;
+    streamFree = end;
+    // The first forward op after the issue starting at or after `end`
+    // (start times only grow), then the first of those not a wait.
+    unsigned pos = std::lower_bound(startTimes.begin() + copy.issuePos + 1,
+                                    startTimes.begin() + numForwardOps, end) -
+                   startTimes.begin();
+    while (pos < numForwardOps && isa<WaitOp>(ops[pos].op))
+      ++pos;
+    // The wait moves up from the end of forward only across ops whose
+    // effects commute with it.
+    copy.waitPos = std::max(pos, getOffloadWaitFloor());
+  }
+  if (execution.release == ExecutionModel::Release::AtWait)
+    sinkOffloadWaits(plan, offloads);
+}
+
+void StepModel::sinkOffloadWaits(CopyPlan &plan,
+                                 ArrayRef<unsigned> offloads) const {
+  // A wait at the predicted end of its copy stalls forward as soon as the
+  // compute runs a little faster than predicted, or the link a little slower
+  // (on the H100, waits placed so stalled 0.7 and 1.0 ms mid-forward, 2.5%
+  // and 3.6% of the time elapsed, where the model's forward was 2.5% long;
+  // waits held to 5% past their copy's end still stalled 0.25 ms at 27 ms,
+  // the copy ending 4.8% later than predicted and forward running 2.7%
+  // faster). Held later, a wait costs only memory: each goes down as far
+  // as the bytes it keeps live leave the plan's predicted peak where it was,
+  // up to the end of forward. Later offloads first: the D2H queue behind
+  // them is longer.
+  struct Sink {
+    unsigned copy;
+    /// Where the wait was placed.
+    unsigned from;
+  };
+  SmallVector<Sink> sinks;
+  for (unsigned index : offloads) {
+    unsigned from = plan.copies[index].waitPos;
+    if (from < numForwardOps)
+      sinks.push_back({index, from});
+  }
+  if (sinks.empty())
+    return;
+  llvm::stable_sort(sinks, [](const Sink &a, const Sink &b) {
+    return a.from > b.from;
+  });
+  SmallVector<int64_t> liveAt;
+  int64_t peak = simulate(plan, &liveAt).peakBytes;
+  HoistedBytes bytesAt(ArrayRef<int64_t>(liveAt).take_front(numForwardOps));
+  for (const Sink &sink : sinks) {
+    PlannedCopy &copy = plan.copies[sink.copy];
+    // The first op below the wait where the source, live there too, would
+    // raise the peak (the wait's own position already counts the source as
+    // it starts: the release comes before the op's results) or the end of
+    // forward; the wait goes right before it, or, if that op is a wait,
+    // before the last op above it that is none.
+    int64_t blocked =
+        bytesAt.firstAbove(sink.from + 1, numForwardOps, peak - copy.bytes);
+    unsigned pos = blocked < 0 ? numForwardOps : unsigned(blocked);
+    while (pos > sink.from && pos < numForwardOps && isa<WaitOp>(ops[pos].op))
+      --pos;
+    bytesAt.add(sink.from, pos, copy.bytes);
+    copy.waitPos = pos;
+  }
+  // liveAt is per position and the releases move to later times, so the
+  // bound is checked once more on the whole plan.
+  if (simulate(plan).peakBytes > peak)
+    for (const Sink &sink : sinks)
+      plan.copies[sink.copy].waitPos = sink.from;
+}
 
 bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
                            int64_t maxInflightBytes, ArrayRef<int64_t> liveAt,

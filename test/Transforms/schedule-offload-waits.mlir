@@ -1,27 +1,26 @@
 // With release=at-wait an offload's wait holds its source until the wait,
 // and forward stalls there if the copy is late. offload-schedule-copies
-// puts each wait at the copy's predicted end, then lets it go down to the
-// first op predicted to start 5% later (counted from the start of the
-// step), as far as the bytes it keeps live leave the predicted peak where
-// it was: slack for a forward that runs faster than predicted. Link and
-// memory at 1 GB/s, no fixed costs: %p takes 320 us, each op on 1000
-// floats 8 us; the 4000-byte copy of %e is issued at 344 us and ends at
-// 348 us, so the wait goes before the first op starting at 365.4 us or later.
+// puts each wait at the copy's predicted end, then lets it go down as far
+// as the bytes it keeps live leave the predicted peak where it was, up to
+// the end of forward: slack for a forward that runs faster, or a link that
+// runs slower, than predicted. Link and memory at 1 GB/s, no fixed costs:
+// %p takes 320 us, each op on 1000 floats 8 us; the 4000-byte copy of %e is
+// issued at 344 us and ends at 348 us.
 // RUN: offload-opt %s -split-input-file -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 release=at-wait" | FileCheck %s
 // RUN: offload-opt %s -split-input-file -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 release=at-wait" | offload-opt -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 release=at-wait" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // With release=after-copy the wait holds nothing and stays at the copy's end.
 // RUN: offload-opt %s -split-input-file -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" | FileCheck %s --check-prefix=AFTER
 
-// Holding %e until then leaves the peak (%p's) where it is: the wait goes
-// from before %b (352 us) to before %d (368 us).
+// Holding %e to the end of forward leaves the peak (%p's) where it is: the
+// wait goes from before %b (352 us) to the end.
 // CHECK-LABEL: func.func @forward
 // CHECK:         %[[F:.*]] = offload.offload_start
 // CHECK-NEXT:    math.sin
 // CHECK-NEXT:    math.sin
 // CHECK-NEXT:    math.sin
+// CHECK-NEXT:    math.sin
+// CHECK-NEXT:    math.sin
 // CHECK-NEXT:    offload.wait %[[F]]
-// CHECK-NEXT:    math.sin
-// CHECK-NEXT:    math.sin
 // CHECK-NEXT:    return
 // REPORT: exposed copies 0.0 us
 // AFTER-LABEL: func.func @forward
@@ -50,8 +49,8 @@ func.func @backward(%s: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -
 
 // -----
 
-// Now the peak is the temporary %t, before the slack's end: the wait goes
-// down to it, not past it (%e live there would raise the peak by its 4000
+// Now the peak is the temporary %t, before the end of forward: the wait
+// goes down to it, not past it (%e live there would raise the peak by its 4000
 // bytes).
 // CHECK-LABEL: func.func @forward
 // CHECK:         %[[F:.*]] = offload.offload_start

@@ -278,14 +278,12 @@ private:
   StepModel() = default;
 
   /// With release=at-wait: moves the wait of each of `offloads` (indices
-  /// into `plan`, waited in forward; `ends`, their copies' predicted ends)
-  /// down from its release point, latest first, toward the first op
-  /// predicted to start 5% later than its copy's end (counted from the
-  /// start of the step), as far as the bytes it keeps live leave the plan's
-  /// predicted peak unchanged, never onto another wait. Slack against a
-  /// forward that runs faster than predicted.
-  void sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads,
-                        ArrayRef<double> ends) const;
+  /// into `plan`, waited in forward) down from its release point, latest
+  /// first, as far as the bytes it keeps live leave the plan's predicted
+  /// peak unchanged, up to the end of forward, never onto another wait.
+  /// Slack against a forward that runs faster, or a link that runs slower,
+  /// than predicted.
+  void sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads) const;
 
   /// simulate(), and with `liveAt`, per op position (and the end of the step,
   /// numOps), the most device bytes live from the copies issued and waited
