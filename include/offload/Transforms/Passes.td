@@ -163,7 +163,9 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
 
     The load starts are then hoisted: with the cost model predicting each
     op's time, loads are placed latest-first on the serial H2D stream so
-    each copy ends before its wait; a start never moves above the start of
+    each copy ends before its wait (started `load-lead` of its own copy
+    time earlier still), and no load starts after one that waits later,
+    which the stream would run first; a start never moves above the start of
     backward, nor so early that the bytes of loads started and not yet
     waited exceed `max-inflight-bytes`, nor so early that the memory it
     holds meanwhile raises the predicted peak: the predicted peak device
@@ -174,7 +176,10 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     own future on the `offload.copies` resource, so it crosses compute,
     other copies and writes of unrelated memory). Load waits stay right
     before first use; an offload's wait rises to its release point by the
-    same rule.
+    same rule. With `release=at-wait`, where the wait releases the source,
+    it then goes down again as far as the bytes it holds leave the
+    predicted peak unchanged, up to the end of forward: slack for a copy
+    that ends later than predicted.
 
     ```mlir
     // Before: the load's 4000 B copy must start before %r to be hidden,
