@@ -167,6 +167,14 @@ def summarize(rounds: list[dict]) -> dict:
     return summary
 
 
+def trace_file_name(which: int, row: str) -> str:
+    """The kept trace of row A (`which` 0) or B (1): the side first, so two
+    rows of one name (`--rows compile,compile`, the noise check) keep two
+    files, and only letters, digits, '.', '_' and '-' (a row's options
+    hold ':' and '=', which some file transfers refuse)."""
+    return "ab"[which] + "-" + re.sub(r"[^A-Za-z0-9._-]", "_", row) + ".json.gz"
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -180,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", default=None, help="JSON path for every figure")
     p.add_argument("--keep-traces", default=None, metavar="DIR",
-                   help="gzip the last round's two chrome traces into DIR")
+                   help="gzip the last round's two chrome traces into DIR "
+                        "(a-ROW.json.gz, b-ROW.json.gz; see trace_file_name)")
     args = p.parse_args(argv)
     # The rows --paired takes, with its checks (a compile row's amb= is
     # process-wide, so the other row must share it).
@@ -237,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.keep_traces and r == args.rounds - 1:
                     os.makedirs(args.keep_traces, exist_ok=True)
                     with open(path, "rb") as src, gzip.open(os.path.join(
-                            args.keep_traces, f"{rows[which].name}.json.gz".replace(":", "_")),
+                            args.keep_traces, trace_file_name(which, rows[which].name)),
                             "wb") as dst:
                         shutil.copyfileobj(src, dst)
                 traces[which].append((t.kernels, t.copies,

@@ -18,6 +18,14 @@ def test_kernel_classes_and_names():
     assert ki.matching_name("sm90_xmma_gemm_bf16") == "sm90_xmma_gemm_bf16"
 
 
+def test_kept_trace_names_are_distinct_and_plain():
+    # Two rows of one name keep two files; a row's options become '_'.
+    assert ki.trace_file_name(0, "compile") == "a-compile.json.gz"
+    assert ki.trace_file_name(1, "compile") == "b-compile.json.gz"
+    assert (ki.trace_file_name(1, "offload-mlir:budget=15800000000:load_lead=3.0")
+            == "b-offload-mlir_budget_15800000000_load_lead_3.0.json.gz")
+
+
 def test_compare_aligns_kernels_and_charges_copy_overlap():
     # Base: a GEMM, a fused kernel, attention. Other: the same three, the
     # fused kernel 2 us longer while a copy ran beside it, one extra kernel
