@@ -795,6 +795,23 @@ public:
     return lastAbove(1, 0, leaves, from, to, liveLimit, hoistedLimit);
   }
 
+  /// The live plus added bytes at `pos`.
+  int64_t at(size_t pos) {
+    size_t node = 1, lo = 0, hi = leaves;
+    while (hi - lo > 1) {
+      push(node);
+      size_t mid = (lo + hi) / 2;
+      if (pos < mid) {
+        node = 2 * node;
+        hi = mid;
+      } else {
+        node = 2 * node + 1;
+        lo = mid;
+      }
+    }
+    return live[node];
+  }
+
   /// The first position in [from, to) whose live plus added bytes exceed
   /// `liveLimit`; -1 if none.
   int64_t firstAbove(size_t from, size_t to, int64_t liveLimit) {
@@ -928,17 +945,21 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan,
   llvm::stable_sort(sinks, [](const Sink &a, const Sink &b) {
     return a.from > b.from;
   });
-  SmallVector<int64_t> liveAt;
-  int64_t peak = simulate(plan, &liveAt).peakBytes;
+  SmallVector<int64_t> liveAt, afterRelease;
+  int64_t peak = simulate(plan, &liveAt, &afterRelease).peakBytes;
   HoistedBytes bytesAt(ArrayRef<int64_t>(liveAt).take_front(numForwardOps));
   for (Sink &sink : sinks) {
     PlannedCopy &copy = plan.copies[sink.copy];
-    // The first op below the wait where the source, live there too, would
+    // The wait's own op counts the source only until its release, which
+    // comes before what the op allocates: held across it, the source is
+    // live with all of that (and with what earlier sinks hold there).
+    int64_t added = bytesAt.at(sink.from) - liveAt[sink.from];
+    if (afterRelease[copy.target] >= 0 &&
+        afterRelease[copy.target] + copy.bytes + added > peak)
+      continue;
+    // Then the first op below it where the source, live there too, would
     // raise the peak, or the end of forward; the wait goes right before it,
     // or, if that op is a wait, before the last op above it that is none.
-    // The wait's own op is not checked: it counts the source as it starts,
-    // and what it allocates after the release may add to that (up to the
-    // source's bytes), which liveAt does not tell; the check below does.
     int64_t blocked =
         bytesAt.firstAbove(sink.from + 1, numForwardOps, peak - copy.bytes);
     unsigned pos = blocked < 0 ? numForwardOps : unsigned(blocked);
@@ -952,7 +973,8 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan,
   // are kept in the order placed (each was placed with the ones before it)
   // up to the longest run a bisection finds to keep the peak, instead of
   // none (random_steps.py, seeds 1 to 3, 40 steps each, under three
-  // pipelines: 21 of 360 runs broke it at least once).
+  // pipelines: 4 of 360 runs broke it at least once; 21 before the wait's
+  // own op was checked through afterRelease).
   if (simulate(plan).peakBytes <= peak)
     return;
   auto keepFirst = [&](size_t count) {
@@ -1324,8 +1346,9 @@ SimulationResult StepModel::simulate(const CopyPlan &plan) const {
   return simulate(plan, nullptr);
 }
 
-SimulationResult StepModel::simulate(const CopyPlan &plan,
-                                     SmallVectorImpl<int64_t> *liveAt) const {
+SimulationResult StepModel::simulate(
+    const CopyPlan &plan, SmallVectorImpl<int64_t> *liveAt,
+    SmallVectorImpl<int64_t> *afterRelease) const {
   SimulationResult result;
   unsigned numOps = ops.size();
   result.exposedPerCopy.assign(plan.copies.size(), 0);
@@ -1527,17 +1550,32 @@ SimulationResult StepModel::simulate(const CopyPlan &plan,
   // time (a release at a wait before an end of the op before): those count
   // in the later position, which only overstates it.
   unsigned slot = 0;
+  // The buffers released at this position's waits, for afterRelease.
+  SmallVector<int> releasedHere;
   if (liveAt)
     liveAt->assign(numOps + 1, 0);
+  if (afterRelease)
+    afterRelease->assign(buffers.size(), -1);
   for (auto [index, event] : llvm::enumerate(events)) {
-    if (liveAt && event.slot != kSlotNow && event.slot > slot) {
-      for (unsigned p = slot + 1; p <= event.slot; ++p)
-        (*liveAt)[p] = live;
+    if ((liveAt || afterRelease) && event.slot != kSlotNow &&
+        event.slot > slot) {
+      if (liveAt)
+        for (unsigned p = slot + 1; p <= event.slot; ++p)
+          (*liveAt)[p] = live;
       slot = event.slot;
+      releasedHere.clear();
     }
     live += event.delta;
     if (liveAt)
       (*liveAt)[slot] = std::max((*liveAt)[slot], live);
+    if (afterRelease) {
+      // An offload's source released at a wait before this position's op.
+      if (event.delta < 0 && event.owner >= 0 && event.slot == slot &&
+          event.order == 2 * int64_t(slot) - 1)
+        releasedHere.push_back(event.owner);
+      for (int id : releasedHere)
+        (*afterRelease)[id] = std::max((*afterRelease)[id], live);
+    }
     if (live > result.peakBytes) {
       result.peakBytes = live;
       result.peakTime = event.time;

@@ -287,9 +287,13 @@ private:
 
   /// simulate(), and with `liveAt`, per op position (and the end of the step,
   /// numOps), the most device bytes live from the copies issued and waited
-  /// before that op to its end.
+  /// before that op to its end. With `afterRelease`, per buffer released at
+  /// an offload's wait, the most bytes live in that wait's position from the
+  /// release on (-1 for the other buffers): held across the position, the
+  /// buffer would add its bytes to that.
   SimulationResult simulate(const CopyPlan &plan,
-                            SmallVectorImpl<int64_t> *liveAt) const;
+                            SmallVectorImpl<int64_t> *liveAt,
+                            SmallVectorImpl<int64_t> *afterRelease = nullptr) const;
   /// One placement of scheduleLoads: `loads` latest wait first, each issued
   /// as early as its copy needs, the in-flight limit and `memoryLimit` allow,
   /// given `liveAt` of the plan with every load issued at its wait. Returns
