@@ -1290,6 +1290,12 @@ struct MemoryEvent {
   unsigned slot;
 };
 constexpr unsigned kSlotNow = ~0u;
+/// MemoryEvent::order of events at one time: those before op `pos` (its
+/// waits' releases, its loads' issues), those of the op itself (its
+/// results), and those at its end (the releases of what it read last).
+constexpr int64_t orderBefore(unsigned pos) { return 2 * int64_t(pos) - 1; }
+constexpr int64_t orderAt(unsigned pos) { return 2 * int64_t(pos); }
+constexpr int64_t orderAfter(unsigned pos) { return 2 * int64_t(pos) + 1; }
 } // namespace
 
 namespace mlir::offload {
@@ -1467,7 +1473,7 @@ SimulationResult StepModel::simulate(
     if (releaseAtWait) {
       slot = std::min(copy.waitPos, numOps);
       end = opStart[slot];
-      order = 2 * int64_t(slot) - 1;
+      order = orderBefore(slot);
     }
     if (end > offloadEnd[copy.target]) {
       offloadEnd[copy.target] = end;
@@ -1493,11 +1499,11 @@ SimulationResult StepModel::simulate(
     // Backward's arguments exist when backward starts, before its first op
     // waits for anything.
     double defined = buffer.backwardArgument ? issueStart[def] : opStart[def];
-    events.push_back({defined, 2 * int64_t(def), buffer.bytes, int(id), def});
+    events.push_back({defined, orderAt(def), buffer.bytes, int(id), def});
     int last = lastPos[id] < 0 ? int(def) : std::max(lastPos[id], int(def));
     unsigned lastOp = std::min<unsigned>(last, numOps);
     double free = opEnd[lastOp];
-    int64_t order = 2 * int64_t(lastOp) + 1;
+    int64_t order = orderAfter(lastOp);
     unsigned slot = lastOp;
     if (offloadEnd[id] > free) {
       free = offloadEnd[id];
@@ -1531,11 +1537,11 @@ SimulationResult StepModel::simulate(
     unsigned issue = std::min(copy.issuePos, numOps);
     // A load allocates its destination when it is issued, before the
     // compute stream waits there (for it, if it is also waited there).
-    events.push_back({issueStart[issue], 2 * int64_t(issue) - 1, copy.bytes,
+    events.push_back({issueStart[issue], orderBefore(issue), copy.bytes,
                       -int(index) - 1, issue});
     unsigned last = std::max<int>(lastRead[index], copy.waitPos);
     last = std::min(last, numOps);
-    events.push_back({opEnd[last], 2 * int64_t(last) + 1, -copy.bytes,
+    events.push_back({opEnd[last], orderAfter(last), -copy.bytes,
                       -int(index) - 1, last});
   }
   llvm::stable_sort(events, [](const MemoryEvent &a, const MemoryEvent &b) {
@@ -1571,7 +1577,7 @@ SimulationResult StepModel::simulate(
     if (afterRelease) {
       // An offload's source released at a wait before this position's op.
       if (event.delta < 0 && event.owner >= 0 && event.slot == slot &&
-          event.order == 2 * int64_t(slot) - 1)
+          event.order == orderBefore(slot))
         releasedHere.push_back(event.owner);
       for (int id : releasedHere)
         (*afterRelease)[id] = std::max((*afterRelease)[id], live);
