@@ -65,10 +65,19 @@ struct SavedEntry {
   std::vector<Position> rebuiltViews;
 };
 
+/// Where the predicted peak is reached: the op running then, in which of
+/// the step's two functions, and when.
+struct PeakPoint {
+  std::string function;
+  Position position;
+  double seconds = 0;
+};
+
 /// The cost model's predictions for one step.
 struct Prediction {
   std::string device;
   int64_t peakBefore = 0, peakAfter = 0;
+  PeakPoint peakAtBefore, peakAtAfter;
   double stepBefore = 0, stepAfter = 0, exposedAfter = 0;
   double interferenceAfter = 0;
   /// The forward's compute alone (no stalls): what a profile of the step
@@ -274,12 +283,31 @@ static LogicalResult findRecomputed(const TrainingStep &step,
   return success();
 }
 
+static PeakPoint peakPointOf(const TrainingStep &step, const StepModel &model,
+                             const SimulationResult &simulated) {
+  PeakPoint point;
+  point.seconds = simulated.peakTime;
+  if (simulated.peakPos >= model.getNumOps())
+    return point;
+  Operation *op = model.getOp(simulated.peakPos);
+  FunctionOpInterface function = simulated.peakPos < model.getNumForwardOps()
+                              ? step.getForward()
+                              : step.getBackward();
+  OpIndex index;
+  indexOps(function.getFunctionBody().front(), index);
+  point.function = function.getName().str();
+  point.position = positionOf(op, index);
+  return point;
+}
+
 static Prediction predict(const TrainingStep &step, const StepModel &model,
                           const SimulationResult &before,
                           const SimulationResult &after, StringRef device) {
   Prediction prediction;
   prediction.device = device.str();
   prediction.peakBefore = before.peakBytes;
+  prediction.peakAtBefore = peakPointOf(step, model, before);
+  prediction.peakAtAfter = peakPointOf(step, model, after);
   prediction.stepBefore = before.stepSeconds;
   prediction.peakAfter = after.peakBytes;
   prediction.stepAfter = after.stepSeconds;
@@ -382,6 +410,14 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                           "memory {0}; step {1}\n",
                           formatBytes(*p.plannedPeak),
                           formatSeconds(*p.plannedStep));
+    for (auto [label, point] :
+         {std::pair{"without offload", &p.peakAtBefore},
+          std::pair{"with offload", &p.peakAtAfter}})
+      if (point->position.index >= 0)
+        os << llvm::formatv("peak {0}: at {1} into the step, @{2} #{3} {4}\n",
+                            label, formatSeconds(point->seconds),
+                            point->function, point->position.index,
+                            point->position.op);
   }
 }
 
@@ -389,6 +425,15 @@ static llvm::json::Value toJson(const Position &position) {
   if (position.index < 0)
     return nullptr;
   return llvm::json::Object{{"index", position.index}, {"op", position.op}};
+}
+
+static llvm::json::Value toJson(const PeakPoint &point) {
+  if (point.position.index < 0)
+    return nullptr;
+  return llvm::json::Object{{"function", point.function},
+                            {"index", point.position.index},
+                            {"op", point.position.op},
+                            {"seconds", point.seconds}};
 }
 
 static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
@@ -453,6 +498,8 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
              {"exposed_seconds_after", report.prediction.exposedAfter},
              {"interference_seconds_after",
               report.prediction.interferenceAfter},
+             {"peak_at_before", toJson(report.prediction.peakAtBefore)},
+             {"peak_at_after", toJson(report.prediction.peakAtAfter)},
              {"forward_seconds", report.prediction.forwardSeconds}}}});
     // Only where offload-plan ran.
     if (report.prediction.plannedPeak)

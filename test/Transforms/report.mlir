@@ -25,6 +25,12 @@
 // TEXT-NEXT: 3  argument #0  {{ *}}tensor<8x1024xf32>  {{ *}}32.0 KiB  kept: function argument
 // TEXT-NEXT: total: offloaded 2 values, 64.0 KiB; kept 1 values, 32.0 KiB
 // TEXT-NEXT: predicted (h100-pcie5): moved 64.0 KiB to host and 64.0 KiB back; peak device memory {{.*}}; step {{.*}} (exposed copies {{.*}})
+// Where the peak is: the op running when it is first reached. Without
+// offload that is mm_3 (%c, %d and the weight, 4 MiB each); with the plan
+// %s1 is on the host during mm_3 and back for the add, which reaches the
+// same peak.
+// TEXT-NEXT: peak without offload: at 17.0 us into the step, @backward #4 aten.mm.default "mm_3"
+// TEXT-NEXT: peak with offload: at {{[0-9.]+}} us into the step, @backward #6 aten.add.Tensor "add"
 
 // SLOW: predicted (slow-link): moved 64.0 KiB to host and 64.0 KiB back
 // PROFILE: error: cannot read device profile
@@ -42,6 +48,18 @@
 // JSON-NEXT:       "forward_seconds": {{[0-9.e-]+}},
 // JSON-NEXT:       "h2d_bytes": 65536,
 // JSON-NEXT:       "interference_seconds_after": 0,
+// JSON-NEXT:       "peak_at_after": {
+// JSON-NEXT:         "function": "backward",
+// JSON-NEXT:         "index": 6,
+// JSON-NEXT:         "op": "aten.add.Tensor \"add\"",
+// JSON-NEXT:         "seconds": {{[0-9.e-]+}}
+// JSON-NEXT:       },
+// JSON-NEXT:       "peak_at_before": {
+// JSON-NEXT:         "function": "backward",
+// JSON-NEXT:         "index": 4,
+// JSON-NEXT:         "op": "aten.mm.default \"mm_3\"",
+// JSON-NEXT:         "seconds": {{[0-9.e-]+}}
+// JSON-NEXT:       },
 // JSON-NEXT:       "peak_bytes_after": {{[0-9]+}},
 // JSON-NEXT:       "peak_bytes_before": {{[0-9]+}},
 // JSON-NEXT:       "step_seconds_after": {{[0-9.e-]+}},
