@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.use_deterministic_algorithms(True)
     for row in rows:
-        bench._set_process_recompute_budget(torch, row)
+        bench._set_process_partitioner_config(torch, row)
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
     llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
                                kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])

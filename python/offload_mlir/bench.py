@@ -37,6 +37,9 @@ unless `--no-deterministic`. Rows (`--rows`, comma-separated):
                            to the backend and `amb=` setting Inductor's
                            recompute budget (activation_memory_budget)
     compile:amb=X          torch.compile with that recompute budget alone
+    ...:partition.NAME=V   (compile and offload-mlir rows) torch._functorch.config.NAME
+                           for the row's partitioner, e.g.
+                           partition.ban_recompute_materialized_backward=0
 
 Eager rows are compared with `eager` and compiled rows with `compile`, each
 for step time, peak memory and gradients (bit for bit, through a position-
@@ -122,13 +125,27 @@ class Row:
         return "compile" if self.compiled else "eager"
 
     @property
+    def partition_options(self) -> dict[str, str]:
+        """What changes the partition, so which kernels run: `amb=` and the
+        `partition.NAME=` settings, as given."""
+        return {k: v for k, v in self.options.items()
+                if k == "amb" or k.startswith(PARTITION_PREFIX)}
+
+    @property
     def grad_baseline(self) -> str:
         """The row whose gradients this one must match bit for bit: the
-        baseline, or with a recompute budget the same budget without
-        offloading (recompute changes which kernels run)."""
-        if self.family == "offload-mlir" and "amb" in self.options:
-            return f"compile:amb={self.options['amb']}"
+        baseline, or with a recompute budget or partitioner settings the
+        compile row with the same ones, without offloading (recompute
+        changes which kernels run)."""
+        if self.family == "offload-mlir" and self.partition_options:
+            return ":".join(["compile"] + [f"{k}={v}" for k, v in
+                                           self.partition_options.items()])
         return self.baseline
+
+
+# A row option `partition.NAME=VALUE` sets torch._functorch.config.NAME for
+# the row's partitioner (compile and offload-mlir rows).
+PARTITION_PREFIX = "partition."
 
 
 _FAMILIES = {
@@ -158,7 +175,9 @@ def parse_row(spec: str) -> Row:
     compiled, needs_cuda, allowed = _FAMILIES[family]
     for opt in opts:
         key, eq, value = opt.partition("=")
-        if not eq or key not in allowed:
+        if key.startswith(PARTITION_PREFIX) and family in ("compile", "offload-mlir"):
+            partitioner_setting(key[len(PARTITION_PREFIX):], value)  # checks it
+        elif not eq or key not in allowed:
             raise ValueError(f"row {spec!r}: {family} takes "
                              f"{', '.join(k + '=' for k in allowed) or 'no options'}")
         options[key] = value
@@ -169,11 +188,43 @@ def _compiled_backend(row: Row):
     return _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
 
 
-def _set_process_recompute_budget(torch, row: Row) -> None:
-    """A compile row's `amb=` is torch's process-wide recompute budget
-    (offload-mlir rows give theirs to the backend as `recompute_budget`)."""
-    if row.family == "compile" and "amb" in row.options:
+def partitioner_setting(name: str, value: str) -> Any:
+    """The value of `partition.NAME=VALUE` for torch._functorch.config.NAME,
+    of that setting's type; ValueError if there is none or VALUE does not
+    parse as one."""
+    import torch._functorch.config as functorch_config
+
+    if name.startswith("_") or not hasattr(functorch_config, name):
+        raise ValueError(f"partition.{name}: torch._functorch.config has no {name!r}")
+    current = getattr(functorch_config, name)
+    try:
+        if isinstance(current, bool):
+            return {"1": True, "true": True, "0": False, "false": False}[value.lower()]
+        if isinstance(current, (int, float)):
+            return type(current)(value)
+    except (KeyError, ValueError):
+        raise ValueError(f"partition.{name}={value}: not a {type(current).__name__}") from None
+    if isinstance(current, str):
+        return value
+    raise ValueError(f"partition.{name}: a {type(current).__name__} setting; "
+                     "rows set only booleans, numbers and strings")
+
+
+def _partitioner_config(row: Row) -> dict[str, Any]:
+    return {k[len(PARTITION_PREFIX):]: partitioner_setting(k[len(PARTITION_PREFIX):], v)
+            for k, v in row.options.items() if k.startswith(PARTITION_PREFIX)}
+
+
+def _set_process_partitioner_config(torch, row: Row) -> None:
+    """A compile row's `amb=` and `partition.NAME=` are torch's process-wide
+    settings (offload-mlir rows give theirs to the backend, as
+    `recompute_budget` and `partitioner_config`)."""
+    if row.family != "compile":
+        return
+    if "amb" in row.options:
         torch._functorch.config.activation_memory_budget = float(row.options["amb"])
+    for name, value in _partitioner_config(row).items():
+        setattr(torch._functorch.config, name, value)
 
 
 def _offload_mlir_backend(row: Row):
@@ -198,6 +249,8 @@ def _offload_mlir_backend(row: Row):
         kw[key] = value
     if "amb" in row.options:
         kw["recompute_budget"] = float(row.options["amb"])
+    if config := _partitioner_config(row):
+        kw["partitioner_config"] = config
     return offload_mlir.backend(**kw)
 
 
@@ -740,7 +793,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         for layer in model.stack.layers:
             layer.forward = (lambda f: lambda *a: checkpoint(f, *a, use_reentrant=False))(
                 layer.forward)
-    _set_process_recompute_budget(torch, row)
+    _set_process_partitioner_config(torch, row)
     if fam.startswith("torch-offload"):
         torch._functorch.config.enable_activation_offloading = True
         torch._inductor.config.joint_custom_post_pass = _mark_all_for_offload
@@ -874,13 +927,14 @@ def paired_rows(spec: str, option: str = "--paired") -> tuple[Row, Row]:
     for row in (row_a, row_b):
         if not row.compiled or row.family not in ("compile", "offload-mlir"):
             raise ValueError(f"{option} takes compile and offload-mlir rows, not {row.name}")
-    # A compile row's recompute budget is torch's process-wide setting, which
-    # an offload-mlir row without its own amb= would inherit.
+    # A compile row's recompute budget and partitioner settings are torch's
+    # process-wide settings, which an offload-mlir row without its own would
+    # inherit.
     for row, other in ((row_a, row_b), (row_b, row_a)):
-        if (row.family == "compile" and "amb" in row.options
-                and other.options.get("amb") != row.options["amb"]):
-            raise ValueError(f"{option}: a compile row's amb= applies to both rows; "
-                             "give the other row the same amb=")
+        for key, value in row.partition_options.items():
+            if row.family == "compile" and other.options.get(key) != value:
+                raise ValueError(f"{option}: a compile row's {key}= applies to both rows; "
+                                 f"give the other row the same {key}=")
     return row_a, row_b
 
 
@@ -898,7 +952,7 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
     if args.deterministic:
         torch.use_deterministic_algorithms(True)
     for row in (row_a, row_b):
-        _set_process_recompute_budget(torch, row)
+        _set_process_partitioner_config(torch, row)
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     cfg = models.LlamaConfig(hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                              ffn=args.ffn)

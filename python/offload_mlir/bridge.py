@@ -29,7 +29,7 @@ import os
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -101,6 +101,10 @@ class OffloadOptions:
     # start each load this fraction of its copy time earlier than the model
     # needs, where memory allows.
     load_lead: float | None = None
+    # Other torch._functorch.config settings for this backend's partitions,
+    # by name (say {"ban_recompute_materialized_backward": False}): which
+    # values the min-cut partitioner may recompute instead of saving.
+    partitioner_config: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -124,6 +128,16 @@ class OffloadOptions:
                 or not isinstance(self.load_lead, (int, float))
                 or not 0 <= self.load_lead < float("inf")):
             raise ValueError(f"load_lead must be a finite fraction >= 0, not {self.load_lead!r}")
+        import torch._functorch.config as functorch_config
+        for name, value in self.partitioner_config:
+            if not hasattr(functorch_config, name) or name.startswith("_"):
+                raise ValueError(f"partitioner_config: torch._functorch.config has no {name!r}")
+            current = getattr(functorch_config, name)
+            kind = (int, float) if type(current) is float else type(current)
+            if current is not None and (not isinstance(value, kind)
+                                        or isinstance(value, bool) != isinstance(current, bool)):
+                raise ValueError(f"partitioner_config: {name} takes a "
+                                 f"{type(current).__name__}, not {value!r}")
 
     def resolved_device_profile(self) -> str | None:
         """`device_profile`, or the packaged profile measured on this kind of
@@ -239,12 +253,11 @@ class OffloadPartitioner(CustomPartitionerFn):
     def __call__(self, gm, joint_inputs, **kwargs):
         from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-        if self.options.recompute_budget is None:
+        patch = dict(self.options.partitioner_config)
+        if self.options.recompute_budget is not None:
+            patch["activation_memory_budget"] = float(self.options.recompute_budget)
+        with torch._functorch.config.patch(patch):
             fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
-        else:
-            with torch._functorch.config.patch(
-                    activation_memory_budget=float(self.options.recompute_budget)):
-                fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
         num_fwd_outputs = int(kwargs["num_fwd_outputs"])
         try:
             new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, self.options)
@@ -398,6 +411,7 @@ def backend(
     compiler: str = "inductor",
     recompute_budget: float | None = None,
     load_lead: float | None = None,
+    partitioner_config: Mapping[str, Any] | None = None,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -413,13 +427,16 @@ def backend(
     offload from what it saves; the report lists the recomputed ops and
     their predicted time), and `load_lead` (the pipeline's `load-lead`:
     start each load this fraction of its copy time earlier than the model
-    needs, where memory allows; default 5%).
+    needs, where memory allows; default 5%), and `partitioner_config`
+    (other `torch._functorch.config` settings, by name, for these graphs'
+    partitioner, such as `{"ban_recompute_materialized_backward": False}`).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
         budget=budget, schedule=schedule, device_profile=device_profile,
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
         recompute_budget=recompute_budget, load_lead=load_lead,
+        partitioner_config=tuple(sorted((partitioner_config or {}).items())),
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

@@ -230,6 +230,15 @@ def test_options_are_checked():
         with pytest.raises(ValueError, match="recompute_budget"):
             OffloadOptions(recompute_budget=bad)
     assert OffloadPartitioner_uuid(recompute_budget=0.5) != OffloadPartitioner_uuid()
+    # partitioner_config: torch._functorch.config settings, checked by name and type.
+    setting = (("ban_recompute_materialized_backward", False),)
+    assert OffloadPartitioner_uuid(partitioner_config=setting) != OffloadPartitioner_uuid()
+    for bad, match in (((("no_such_setting", 1),), "has no 'no_such_setting'"),
+                       ((("ban_recompute_materialized_backward", 0),), "takes a bool"),
+                       ((("activation_memory_budget", True),), "takes a float")):
+        with pytest.raises(ValueError, match=match):
+            OffloadOptions(partitioner_config=bad)
+    OffloadOptions(partitioner_config=(("activation_memory_budget", 1),))
     # load_lead is the pipeline's load-lead; by default the pipeline's own.
     assert "load-lead" not in OffloadOptions().pipeline_options()
     assert "load-lead=1.0" in OffloadOptions(load_lead=1).pipeline_options().split()

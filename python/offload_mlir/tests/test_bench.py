@@ -32,6 +32,25 @@ def test_parse_rows():
             bench.parse_row(bad)
 
 
+def test_partition_settings_of_rows():
+    """`partition.NAME=` sets torch._functorch.config.NAME for a compiled
+    row's partitioner; the gradients compare with compile under the same
+    settings."""
+    name = "partition.ban_recompute_materialized_backward"
+    row = bench.parse_row(f"offload-mlir:budget=0.75:{name}=0:amb=0.9")
+    assert row.partition_options == {name: "0", "amb": "0.9"}
+    assert row.grad_baseline == f"compile:{name}=0:amb=0.9"
+    assert bench._partitioner_config(row) == {"ban_recompute_materialized_backward": False}
+    assert bench.parse_row(f"compile:{name}=true").grad_baseline == "compile"
+    assert bench.partitioner_setting("activation_memory_budget", "0.5") == 0.5
+    for bad, match in ((f"eager:{name}=0", "takes no options"),
+                       ("compile:partition.no_such_setting=1", "has no 'no_such_setting'"),
+                       (f"compile:{name}=maybe", "not a bool"),
+                       ("compile:partition.activation_memory_budget=half", "not a float")):
+        with pytest.raises(ValueError, match=match):
+            bench.parse_row(bad)
+
+
 def test_exposed_copy_time_is_copy_time_no_kernel_covers():
     copies = [(0, 10), (5, 20), (30, 40)]
     kernels = [(2, 4), (8, 35)]
@@ -312,6 +331,12 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
          "--paired", "compile:amb=0.5,offload-mlir"], cwd=_PYTHON, capture_output=True,
         text=True, timeout=300)
     assert bad.returncode != 0 and "a compile row's amb= applies to both rows" in bad.stderr
+    # So are its partitioner settings.
+    with pytest.raises(ValueError, match="partition.ban_recompute_materialized_backward= "
+                                         "applies to both rows"):
+        bench.paired_rows("compile:partition.ban_recompute_materialized_backward=0,offload-mlir")
+    bench.paired_rows("compile:partition.ban_recompute_materialized_backward=0,"
+                      "offload-mlir:partition.ban_recompute_materialized_backward=0")
 
 
 def test_paired_repeat_pools_processes(tmp_path):
@@ -372,6 +397,9 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     assert backend.options.recompute_budget == 0.7 and backend.options.plan == "all"
     assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
         .recompute_budget is None
+    backend = bench._offload_mlir_backend(bench.parse_row(
+        "offload-mlir:partition.ban_recompute_materialized_backward=0"))
+    assert backend.options.partitioner_config == (("ban_recompute_materialized_backward", False),)
 
 
 def test_queued_by_calls_names_the_stream_work_before_each_gap():
