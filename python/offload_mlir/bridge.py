@@ -171,7 +171,11 @@ class OffloadOptions:
 
 # Profiles `python -m offload_mlir.calibrate` measured, shipped with the
 # package, by a substring of the GPU's name.
+# Device profiles measured with offload_mlir.calibrate, by a part of the GPU's
+# name. A GPU none of them names is planned with the compiler's built-in
+# defaults (an H100 PCIe), with a warning.
 _PACKAGED_PROFILES = {"H100": "h100.json"}
+_warned_unprofiled: set[str] = set()
 
 
 def default_device_profile() -> str | None:
@@ -181,8 +185,15 @@ def default_device_profile() -> str | None:
         return None
     name = torch.cuda.get_device_name()
     for key, file in _PACKAGED_PROFILES.items():
-        if key in name:
-            return os.path.join(os.path.dirname(__file__), "profiles", file)
+        path = os.path.join(os.path.dirname(__file__), "profiles", file)
+        if key in name and os.path.exists(path):
+            return path
+    if name not in _warned_unprofiled:
+        _warned_unprofiled.add(name)
+        warnings.warn(
+            f"offload_mlir: no device profile was measured on {name}; planning with the "
+            "compiler's built-in H100 PCIe defaults. `python -m offload_mlir.calibrate "
+            "-o PROFILE.json` measures one; pass it as device_profile=.")
     return None
 
 

@@ -473,3 +473,23 @@ def test_recompute_budget_option_and_recomputed_ops_in_the_report(offload_mlir):
     assert len(ops_budget) > len(ops_default)
     assert all(op["node"] and op["index"] >= 0 and op["seconds"] >= 0 for op in ops_budget)
     assert seconds == pytest.approx(sum(op["seconds"] for op in ops_budget)) and seconds > 0
+
+
+def test_default_device_profile_is_the_one_measured_on_this_gpu(monkeypatch, tmp_path):
+    """By a part of the GPU's name, where that profile is packaged; else the
+    compiler's defaults, with one warning per GPU name."""
+    from offload_mlir import bridge
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bridge, "_warned_unprofiled", set())
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
+    assert bridge.default_device_profile().endswith(os.path.join("profiles", "h100.json"))
+    monkeypatch.setattr(bridge, "_PACKAGED_PROFILES",
+                        {"H100": "h100.json", "Z9": "no-such-profile.json"})
+    for name in ("NVIDIA Z9", "Some GPU"):
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, n=name: n)
+        with pytest.warns(UserWarning, match=f"no device profile was measured on {name}"):
+            assert bridge.default_device_profile() is None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert bridge.default_device_profile() is None  # warned once

@@ -7,9 +7,10 @@
 # carry bench-deps/ from scripts/fetch-bench-deps.sh for its torchtune row).
 # `paired` runs its --paired mode (PEERS_CONFIG, PAIRED_ROWS, default
 # compile,offload-mlir; PAIRED_ARGS, default --steps 60).
-# `calibrate` writes $OUT/h100-calibrated.json (and its .details.json); a later
-# `bench` plans its `<config>+calibrated` rows with it (with CALIBRATE_INSTALL=1,
-# every row: it replaces the packaged profile the bridge uses on an H100). BENCH_DUMP=1 keeps the exported IR of each graph.
+# `calibrate` writes $OUT/h100-calibrated.json, or h200-calibrated.json on an
+# H200 (and its .details.json); a later `bench` plans its `<config>+calibrated`
+# rows with it (with CALIBRATE_INSTALL=1, every row and every later stage: it
+# replaces the packaged profile the bridge uses on that GPU). BENCH_DUMP=1 keeps the exported IR of each graph.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-$PWD/bridge-gpu-out}
@@ -21,12 +22,15 @@ stages=${*:-smoke csan bench}
 python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())"
 for stage in $stages; do
   case $stage in
-    calibrate) PYTHONPATH=python python3 -m offload_mlir.calibrate -o "$OUT/h100-calibrated.json" \
-                 --name h100-sxm-calibrated 2>&1 | tee "$OUT/calibrate.log"
-               export BENCH_CALIBRATED_PROFILE="$OUT/h100-calibrated.json"
-               # CALIBRATE_INSTALL=1: the bridge's default H100 profile is this one.
+    calibrate) gpu=$(python3 -c "import torch; n = torch.cuda.get_device_name(); print('h200' if 'H200' in n else 'h100')")
+               name=$([ "$gpu" = h100 ] && echo h100-sxm-calibrated || echo $gpu-calibrated)
+               PYTHONPATH=python python3 -m offload_mlir.calibrate -o "$OUT/$gpu-calibrated.json" \
+                 --name "$name" 2>&1 | tee "$OUT/calibrate.log"
+               export BENCH_CALIBRATED_PROFILE="$OUT/$gpu-calibrated.json"
+               # CALIBRATE_INSTALL=1: the bridge's default profile for this GPU
+               # (python/offload_mlir/profiles/h100.json or h200.json) is this one.
                [ "${CALIBRATE_INSTALL:-0}" = 1 ] &&
-                 cp "$OUT/h100-calibrated.json" python/offload_mlir/profiles/h100.json ;;
+                 cp "$OUT/$gpu-calibrated.json" "python/offload_mlir/profiles/$gpu.json" ;;
     ops)   python3 -m pytest -q python/offload_mlir/tests/test_torch_ops.py 2>&1 | tail -5 ;;
     smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
              --configs inductor,all --steps 4 --warmup 2 \
