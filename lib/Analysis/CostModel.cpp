@@ -210,6 +210,22 @@ static std::optional<unsigned> getCausalArgIndex(StringRef target) {
       .Default(std::nullopt);
 }
 
+/// ATen ops that write into a copy of their first operand at positions their
+/// other operands give (OpCost::scatters).
+static bool isScatterTarget(StringRef target) {
+  StringRef base = target;
+  if (base.starts_with("aten."))
+    base = base.drop_front(5);
+  base = base.split('.').first;
+  return llvm::is_contained({"index_put", "index_put_", "_unsafe_index_put",
+                             "_index_put_impl", "_index_put_impl_", "scatter",
+                             "scatter_", "scatter_add", "scatter_add_",
+                             "scatter_reduce", "scatter_reduce_", "index_add",
+                             "index_add_", "index_copy", "index_copy_",
+                             "index_reduce", "index_reduce_"},
+                            base);
+}
+
 static bool isCausalAttention(TracedOpInterface op) {
   auto causal = dyn_cast_or_null<BoolAttr>(
       op.getArgument("is_causal", getCausalArgIndex(op.getTarget())));
@@ -317,6 +333,16 @@ OpCost CostModel::estimate(Operation *op) const {
   if (auto traced = dyn_cast<TracedOpInterface>(op)) {
     flops = getTracedFlops(traced, isAttention);
     cost.bytes = operandAndResultBytes(op);
+    if (isScatterTarget(traced.getTarget()) && op->getNumOperands() > 1 &&
+        op->getNumResults() == 1) {
+      // The indices and values are read, and as many destination elements
+      // read and written; the rest of the destination is not touched.
+      cost.scatters = true;
+      double others = 0;
+      for (Value operand : op->getOperands().drop_front())
+        others += tensorBytes(operand.getType());
+      cost.bytes = 3 * others;
+    }
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     flops = getLinalgFlops(linalgOp);
     // Inits are written, not read, unless the payload reads them.

@@ -93,12 +93,14 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
   model.positions[op] = pos;
   // A fused op is memory-bound by construction (isFusableMemoryBound).
   StepModel::SimOp simOp{op, 0, /*memoryBound=*/true, {}, {}};
+  bool scatters = false;
   if (auto fused = fusedSeconds.find(op); fused != fusedSeconds.end()) {
     simOp.seconds = fused->second;
   } else {
     OpCost cost = costModel.estimate(op);
     simOp.seconds = cost.seconds;
     simOp.memoryBound = cost.memoryBound;
+    scatters = cost.scatters;
   }
   auto recordCopy = [&](PlannedCopy::Kind kind, Value source, Value result) {
     std::optional<Ref> ref = lookup(source);
@@ -210,6 +212,18 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
         refs[result] = *ref; // An in-place write returns its operand's storage.
         continue;
       }
+      // A scatter into a destination nothing else reads is written in place
+      // (Inductor reinplaces it), as long as that destination is this
+      // step's own temporary.
+      if (scatters && result.getResultNumber() == 0 &&
+          op->getOperand(0).getType() == result.getType() &&
+          op->getOperand(0).hasOneUse())
+        if (std::optional<Ref> ref = lookup(op->getOperand(0));
+            ref && *ref >= 0 && !model.buffers[*ref].persistent &&
+            !model.buffers[*ref].backwardArgument) {
+          refs[result] = *ref;
+          continue;
+        }
       unsigned buffer = newBuffer(result, pos);
       simOp.defs.push_back(buffer);
       refs[result] = buffer;
@@ -222,7 +236,8 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
 /// The op whose tensor results a fused memory-bound op writes: it does work,
 /// none of it compute-bound, and it is an op the cost model knows.
 static bool isFusableMemoryBound(Operation *op, const OpCost &cost) {
-  return !cost.isView && cost.known && cost.flops == 0 && cost.seconds > 0 &&
+  return !cost.isView && !cost.scatters && cost.known && cost.flops == 0 &&
+         cost.seconds > 0 &&
          op->getNumRegions() == 0 &&
          !isa<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) && !isCopyStart(op);
 }

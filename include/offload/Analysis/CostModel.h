@@ -99,6 +99,13 @@ struct OpCost {
   bool memoryBound = false;
   /// False if the model fell back to its default for an op it does not know.
   bool known = true;
+  /// True if the op accumulates or writes values into a copy of its first
+  /// operand at positions computed at run time (ATen's index_put, scatter,
+  /// index_add and their kin). Its kernel touches only those positions (its
+  /// bytes count them, not the whole destination), so the destination is a
+  /// materialized buffer no fused kernel produces or consumes in passing,
+  /// and a compiler writes it in place where nothing else reads it.
+  bool scatters = false;
 };
 
 class CostModel {
