@@ -621,8 +621,7 @@ StepModel::getPlannedLoads(ArrayRef<unsigned> chosen) const {
   return loads;
 }
 
-std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l,
-                                                          Value source) const {
+std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l) const {
   const Link &link = links[l];
   if (link.buffer < 0 || buffers[link.buffer].persistent)
     return std::nullopt;
@@ -630,18 +629,7 @@ std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l,
   int last = lastForwardRead[link.buffer];
   if (last < 0 || last >= int(numForwardOps))
     last = buffers[link.buffer].defPos;
-  if (!execution.earlyOffloads)
-    return unsigned(last + 1);
-  // Right after the op that computes the value the copy reads (as
-  // offload-schedule-copies hoists it), not above an op a copy start may
-  // not cross.
-  if (!source)
-    source = link.value;
-  int def = -1;
-  if (Operation *op = source.getDefiningOp())
-    if (std::optional<unsigned> pos = getPosition(op))
-      def = int(*pos);
-  return unsigned(std::max({def + 1, lastCopyBarrier[last + 1] + 1}));
+  return unsigned(last + 1);
 }
 
 unsigned StepModel::getIssueSlot(unsigned pos, bool pastViews) const {
@@ -729,10 +717,6 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
   // op keep the saved order. Saved links sharing one copy (SharedStorage.h)
   // move as one offload and one load, in their leader's place.
   llvm::DenseMap<unsigned, SmallVector<unsigned>> offloadsAt;
-  // With early offloads: per offload, the last forward use it would follow
-  // otherwise. Hoisted in program order, the starts that land at one point
-  // keep the order they had there.
-  llvm::DenseMap<unsigned, int> afterLastUse;
   SmallVector<unsigned> sorted(chosen);
   llvm::sort(sorted);
   sorted.erase(llvm::unique(sorted), sorted.end());
@@ -748,14 +732,8 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
       plan.offloadOf[member] = it->second;
     }
     if (inserted) {
-      // Right after the last forward use of the storage (views included),
-      // or with early offloads right after the op computing the value.
-      int last = int(*getPlannedOffloadIssue(l, group.value)) - 1;
-      if (execution.earlyOffloads)
-        afterLastUse[plan.copies.size()] =
-            lastForwardRead[link.buffer] < int(numForwardOps)
-                ? lastForwardRead[link.buffer]
-                : buffers[link.buffer].defPos;
+      // Right after the last forward use of the storage (views included).
+      int last = int(*getPlannedOffloadIssue(l)) - 1;
       SmallVector<unsigned> &row = offloadsAt[last + 1];
       auto sameStorage = llvm::find_if(llvm::reverse(row), [&](unsigned c) {
         return plan.copies[c].target == unsigned(link.buffer);
@@ -775,11 +753,6 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
                            int(it->second)});
     plan.copies.back().sequence = plan.copies.size();
   }
-  if (execution.earlyOffloads)
-    for (auto &[pos, row] : offloadsAt)
-      llvm::stable_sort(row, [&](unsigned a, unsigned b) {
-        return afterLastUse.lookup(a) < afterLastUse.lookup(b);
-      });
   // Offloads go to their stream before loads issued at the same op (the end
   // of forward), in the order of their ops.
   for (auto &[pos, row] : offloadsAt)
@@ -952,12 +925,8 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
     while (pos < numForwardOps && isa<WaitOp>(ops[pos].op))
       ++pos;
     // The wait moves up from the end of forward only across ops whose
-    // effects commute with it, and (an early offload) never above a forward
-    // read of the value.
+    // effects commute with it.
     copy.waitPos = std::max(pos, getOffloadWaitFloor());
-    if (int last = lastForwardRead[copy.target];
-        last >= 0 && last < int(numForwardOps))
-      copy.waitPos = std::max<unsigned>(copy.waitPos, last + 1);
   }
   if (execution.release == ExecutionModel::Release::AtWait)
     sinkOffloadWaits(plan, offloads);

@@ -57,21 +57,6 @@ inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
   return execution;
 }
 
-/// ExecutionModel::earlyOffloads from the `early-offloads` option; an error
-/// where the release model has the copy's start free its value
-/// (release=after-copy), which the ops still reading it would then outlive.
-inline LogicalResult setPassEarlyOffloads(ExecutionModel &execution,
-                                          bool earlyOffloads,
-                                          Operation *anchor) {
-  if (earlyOffloads && execution.release != ExecutionModel::Release::AtWait)
-    return anchor->emitError()
-           << "'early-offloads' needs release=at-wait: with release="
-              "after-copy an offload frees its value once the copy ends, "
-              "while later forward ops may still read it";
-  execution.earlyOffloads = earlyOffloads;
-  return success();
-}
-
 /// ExecutionModel::loadLead from the `load-lead` option, whose negative
 /// default stands for `copy-margin`'s value (the one margin both meant
 /// before they were separate options); emits an error naming the option the

@@ -27,7 +27,6 @@ static void buildPipeline(OpPassManager &pm,
     plan.maxSlowdown = options.maxSlowdown;
     plan.copyMargin = options.copyMargin;
     plan.loadLead = options.loadLead;
-    plan.earlyOffloads = options.earlyOffloads;
     plan.maxInterference = options.maxInterference;
     plan.hiddenPatience = options.hiddenPatience;
     plan.schedule = options.schedule;
@@ -47,7 +46,6 @@ static void buildPipeline(OpPassManager &pm,
     schedule.coalesceBelow = options.coalesceBelow;
     schedule.copyMargin = options.copyMargin;
     schedule.loadLead = options.loadLead;
-    schedule.earlyOffloads = options.earlyOffloads;
     schedule.deviceProfile = options.deviceProfile;
     schedule.release = options.release;
     schedule.fuseMemoryBound = options.fuseMemoryBound;
@@ -91,18 +89,6 @@ mlir::offload::checkOffloadPipelineOptions(const OffloadPipelineOptions &options
   if (!offload_support::parseByteSize(options.coalesceBelow.getValue(),
                                       &why)) {
     error = "option coalesce-below: " + why;
-    return failure();
-  }
-  // Without scheduled copies every offload is synchronous, where it is.
-  if (options.earlyOffloads && !options.schedule) {
-    error = "option early-offloads needs schedule=true";
-    return failure();
-  }
-  if (options.earlyOffloads &&
-      options.release != ExecutionModel::Release::AtWait) {
-    error = "option early-offloads needs release=at-wait: with "
-            "release=after-copy an offload frees its value once the copy "
-            "ends, while later forward ops may still read it";
     return failure();
   }
   return success();

@@ -336,9 +336,6 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     execution.loadLead = *lead;
-    if (failed(setPassEarlyOffloads(execution, earlyOffloads && schedule,
-                                    getOperation())))
-      return signalPassFailure();
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
       return signalPassFailure();

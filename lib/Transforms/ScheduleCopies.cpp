@@ -132,23 +132,6 @@ static Operation *getReachableAnchor(const StepModel &model, Operation *op,
   return getReachableAnchor(op, target);
 }
 
-/// Moves each offload start of `forward` up to right after the op that
-/// computes its value (the top of the block for an argument), as far as the
-/// ops it crosses commute with it; starts that land at one point keep their
-/// order. The wait still holds the value past its last use
-/// (ExecutionModel::earlyOffloads).
-static void hoistOffloadStarts(Block &forward) {
-  SmallVector<OffloadStartOp> starts(forward.getOps<OffloadStartOp>());
-  for (OffloadStartOp start : starts) {
-    Operation *def = start.getSource().getDefiningOp();
-    Operation *target = def && def->getBlock() == &forward ? def->getNextNode()
-                                                           : &forward.front();
-    target = getReachableAnchor(start, target);
-    if (target != start)
-      moveOpBefore(start, target->getIterator());
-  }
-}
-
 /// Moves the wait of each offload up to its release point in `plan` (see
 /// StepModel::placeOffloadWaits).
 static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan,
@@ -391,8 +374,6 @@ static LogicalResult placeCopies(const TrainingStep &step,
                                  int64_t maxInflightBytes) {
   splitCopies(step.getForward().getFunctionBody().front());
   splitCopies(step.getBackward().getFunctionBody().front());
-  if (execution.earlyOffloads)
-    hoistOffloadStarts(step.getForward().getFunctionBody().front());
 
   FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
   if (failed(model))
@@ -485,8 +466,6 @@ struct ScheduleCopies
       return signalPassFailure();
     ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     execution.loadLead = *lead;
-    if (failed(setPassEarlyOffloads(execution, earlyOffloads, getOperation())))
-      return signalPassFailure();
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",
                          maxInflightBytes, getOperation());

@@ -33,8 +33,7 @@ unless `--no-deterministic`. Rows (`--rows`, comma-separated):
                            and Transformer Engine (below), offloading layers
                            0..K-1 (default: all but the last), eager
     offload-mlir[:k=v...]  torch.compile(backend=offload_mlir.backend(...)), with
-                           `plan=`, `budget=`, `schedule=`, `min_bytes=`,
-                           `load_lead=`, `early_offloads=` passed
+                           `plan=`, `budget=`, `schedule=`, `min_bytes=` passed
                            to the backend and `amb=` setting Inductor's
                            recompute budget (activation_memory_budget)
     compile:amb=X          torch.compile with that recompute budget alone
@@ -160,7 +159,7 @@ _FAMILIES = {
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
-                                   "load_lead", "early_offloads")),
+                                   "load_lead")),
 }
 
 
@@ -232,7 +231,7 @@ def _offload_mlir_backend(row: Row):
     import offload_mlir
 
     kw: dict[str, Any] = {}
-    for key in ("plan", "min_bytes", "schedule", "budget", "load_lead", "early_offloads"):
+    for key in ("plan", "min_bytes", "schedule", "budget", "load_lead"):
         if key not in row.options:
             continue
         value: Any = row.options[key]
@@ -240,7 +239,7 @@ def _offload_mlir_backend(row: Row):
             value = int(value)
         elif key == "load_lead":
             value = float(value)
-        elif key in ("schedule", "early_offloads"):
+        elif key == "schedule":
             value = value.lower() in ("1", "true", "yes")
         elif key == "budget":
             try:

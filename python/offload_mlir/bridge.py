@@ -101,9 +101,6 @@ class OffloadOptions:
     # start each load this fraction of its copy time earlier than the model
     # needs, where memory allows.
     load_lead: float | None = None
-    # The pipeline's `early-offloads`: start each offload right after its
-    # value is computed, not after its last forward use.
-    early_offloads: bool = False
     # Other torch._functorch.config settings for this backend's partitions,
     # by name (say {"ban_recompute_materialized_backward": False}): which
     # values the min-cut partitioner may recompute instead of saving.
@@ -131,10 +128,6 @@ class OffloadOptions:
                 or not isinstance(self.load_lead, (int, float))
                 or not 0 <= self.load_lead < float("inf")):
             raise ValueError(f"load_lead must be a finite fraction >= 0, not {self.load_lead!r}")
-        if not isinstance(self.early_offloads, bool):
-            raise ValueError(f"early_offloads must be a bool, not {self.early_offloads!r}")
-        if self.early_offloads and not self.schedule:
-            raise ValueError("early_offloads needs schedule=True")
         import torch._functorch.config as functorch_config
         for name, value in self.partitioner_config:
             if not hasattr(functorch_config, name) or name.startswith("_"):
@@ -165,8 +158,6 @@ class OffloadOptions:
             parts.append(f"max-inflight-bytes={self.max_inflight_bytes}")
         if self.load_lead is not None:
             parts.append(f"load-lead={float(self.load_lead)!r}")
-        if self.early_offloads:
-            parts.append("early-offloads=true")
         # What runs the step: the copy ops release an offloaded value's
         # memory at its wait, through PyTorch's stream-ordered allocator, so
         # the compute stream waits there for the copy; and Inductor fuses the
@@ -431,7 +422,6 @@ def backend(
     compiler: str = "inductor",
     recompute_budget: float | None = None,
     load_lead: float | None = None,
-    early_offloads: bool = False,
     partitioner_config: Mapping[str, Any] | None = None,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
@@ -448,9 +438,7 @@ def backend(
     offload from what it saves; the report lists the recomputed ops and
     their predicted time), and `load_lead` (the pipeline's `load-lead`:
     start each load this fraction of its copy time earlier than the model
-    needs, where memory allows; default 5%), `early_offloads` (the
-    pipeline's `early-offloads`: each offload starts right after its value
-    is computed, so the D2H stream starts sooner), and `partitioner_config`
+    needs, where memory allows; default 5%), and `partitioner_config`
     (other `torch._functorch.config` settings, by name, for these graphs'
     partitioner, such as `{"ban_recompute_materialized_backward": False}`).
     """
@@ -459,7 +447,6 @@ def backend(
         budget=budget, schedule=schedule, device_profile=device_profile,
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
         recompute_budget=recompute_budget, load_lead=load_lead,
-        early_offloads=early_offloads,
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
     )
     ops.load_library()

@@ -67,11 +67,6 @@ struct ExecutionModel {
   /// With scheduled copies: copies of fewer bytes than this issued at one
   /// point move as one transfer (StepModel::coalesceCopies); 0: never.
   int64_t coalesceBelow = 0;
-  /// With scheduled copies and Release::AtWait: each offload starts right
-  /// after its value is computed instead of after its last forward use (the
-  /// copy reads it beside the ops that still do), so the D2H stream starts
-  /// sooner; the wait, which holds the value, stays below its last use.
-  bool earlyOffloads = false;
 };
 
 /// One copy over the host link.
@@ -275,12 +270,9 @@ public:
   /// of them is read. None for links whose storage cannot be offloaded.
   SmallVector<PlannedLoad> getPlannedLoads(ArrayRef<unsigned> links) const;
   /// Where planFor() issues the offload of `link` if the link is chosen
-  /// (right after the last forward use of its storage; with
-  /// ExecutionModel::earlyOffloads right after the op computing `source`,
-  /// the value the copy reads, by default the link's own), or nothing if it
+  /// (right after the last forward use of its storage), or nothing if it
   /// would not offload it.
-  std::optional<unsigned> getPlannedOffloadIssue(unsigned link,
-                                                 Value source = {}) const;
+  std::optional<unsigned> getPlannedOffloadIssue(unsigned link) const;
 
 private:
   StepModel() = default;

@@ -76,14 +76,6 @@ struct OffloadPipelineOptions
                      "than the model needs, where memory allows (negative: "
                      "copy-margin's value)"),
       llvm::cl::init(-1)};
-  PassOptions::Option<bool> earlyOffloads{
-      *this, "early-offloads",
-      llvm::cl::desc("With schedule=true and release=at-wait: start each "
-                     "offload right after its value is computed, not after "
-                     "its last forward use (the D2H stream starts sooner; "
-                     "the wait, which holds the value, stays below its last "
-                     "use)"),
-      llvm::cl::init(false)};
   PassOptions::Option<bool> schedule{
       *this, "schedule",
       llvm::cl::desc("Split copies into start/wait and hoist load starts "

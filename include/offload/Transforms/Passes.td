@@ -248,9 +248,6 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            "Hoist each load start this fraction of its copy time earlier "
            "than the model needs, where memory allows (negative: "
            "copy-margin's value)">,
-    Option<"earlyOffloads", "early-offloads", "bool", /*default=*/"false",
-           "With release=at-wait: start each offload right after its value "
-           "is computed, not after its last forward use">,
     Option<"coalesceBelow", "coalesce-below", "std::string",
            /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
            "Copies smaller than this (a byte size; 0: none) issued at one "
@@ -315,10 +312,6 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            "its copy time earlier than the model needs, where memory allows, "
            "as offload-schedule-copies places it (negative: copy-margin's "
            "value)">,
-    Option<"earlyOffloads", "early-offloads", "bool", /*default=*/"false",
-           "With schedule=true and release=at-wait: predict every offload "
-           "started right after its value is computed, as "
-           "offload-schedule-copies places it with early-offloads">,
     Option<"hiddenPatience", "hidden-patience", "unsigned",
            /*default=*/"::mlir::offload::defaults::kHiddenPatience",
            "plan=hidden: stop after this many candidates in a row are "

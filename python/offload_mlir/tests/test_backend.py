@@ -239,11 +239,6 @@ def test_options_are_checked():
         with pytest.raises(ValueError, match=match):
             OffloadOptions(partitioner_config=bad)
     OffloadOptions(partitioner_config=(("activation_memory_budget", 1),))
-    # early_offloads is the pipeline's early-offloads, with scheduled copies.
-    assert "early-offloads" not in OffloadOptions().pipeline_options()
-    assert "early-offloads=true" in OffloadOptions(early_offloads=True).pipeline_options().split()
-    with pytest.raises(ValueError, match="early_offloads needs schedule=True"):
-        OffloadOptions(early_offloads=True, schedule=False)
     # load_lead is the pipeline's load-lead; by default the pipeline's own.
     assert "load-lead" not in OffloadOptions().pipeline_options()
     assert "load-lead=1.0" in OffloadOptions(load_lead=1).pipeline_options().split()
@@ -449,22 +444,6 @@ def test_bit_identical_with_a_recompute_budget(offload_mlir):
     loss, grads = _train_small_llama(offload_mlir.backend(plan="all", min_bytes=0),
                                      recompute_budget=0.7)
     assert offload_mlir.runtime_stats()["d2h_bytes"] > 0
-    assert torch.equal(loss, ref_loss)
-    for name, g in ref_grads.items():
-        assert torch.equal(grads[name], g), name
-
-
-def test_bit_identical_with_early_offloads(offload_mlir):
-    """Offloads started right after their values are computed: the copies
-    read values the forward still reads, and the waits hold them past their
-    last reads, so the loss and gradients stay those of plain Inductor."""
-    offload_mlir.reset_runtime_stats()
-    ref_loss, ref_grads = _train_small_llama("inductor")
-    loss, grads = _train_small_llama(
-        offload_mlir.backend(plan="all", min_bytes=0, early_offloads=True))
-    assert offload_mlir.runtime_stats()["d2h_bytes"] > 0
-    report = offload_mlir.last_report()
-    assert report["fallback"] is None and report["offloaded"], report
     assert torch.equal(loss, ref_loss)
     for name, g in ref_grads.items():
         assert torch.equal(grads[name], g), name

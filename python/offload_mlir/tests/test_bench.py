@@ -400,8 +400,6 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     backend = bench._offload_mlir_backend(bench.parse_row(
         "offload-mlir:partition.ban_recompute_materialized_backward=0"))
     assert backend.options.partitioner_config == (("ban_recompute_materialized_backward", False),)
-    assert bench._offload_mlir_backend(
-        bench.parse_row("offload-mlir:early_offloads=1")).options.early_offloads is True
 
 
 def test_queued_by_calls_names_the_stream_work_before_each_gap():
