@@ -335,13 +335,13 @@ OpCost CostModel::estimate(Operation *op) const {
     cost.bytes = operandAndResultBytes(op);
     if (isScatterTarget(traced.getTarget()) && op->getNumOperands() > 1 &&
         op->getNumResults() == 1) {
-      // The indices and values are read, and as many destination elements
-      // read and written; the rest of the destination is not touched.
+      // The indices and values (the last operand) are read, and as many
+      // destination elements as values read and written; the rest of the
+      // destination is not touched.
       cost.scatters = true;
-      double others = 0;
+      cost.bytes = 2 * tensorBytes(op->getOperands().back().getType());
       for (Value operand : op->getOperands().drop_front())
-        others += tensorBytes(operand.getType());
-      cost.bytes = 3 * others;
+        cost.bytes += tensorBytes(operand.getType());
     }
   } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     flops = getLinalgFlops(linalgOp);

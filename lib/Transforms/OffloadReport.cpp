@@ -291,8 +291,8 @@ static PeakPoint peakPointOf(const TrainingStep &step, const StepModel &model,
     return point;
   Operation *op = model.getOp(simulated.peakPos);
   FunctionOpInterface function = simulated.peakPos < model.getNumForwardOps()
-                              ? step.getForward()
-                              : step.getBackward();
+                                     ? step.getForward()
+                                     : step.getBackward();
   OpIndex index;
   indexOps(function.getFunctionBody().front(), index);
   point.function = function.getName().str();

@@ -12,8 +12,8 @@
 // done, or before the return if none does. Runtimes that cannot free a
 // buffer asynchronously (a framework's allocator) release the source there,
 // in stream order, so that is where the device memory comes back; with
-// release=at-wait the wait then goes down by 5% of its predicted time, as
-// far as the predicted peak allows (StepModel::placeOffloadWaits). Every load
+// release=at-wait the wait then goes down toward the end of forward, as far
+// as the predicted peak allows (StepModel::sinkOffloadWaits). Every load
 // start sits at or above its wait, below the start of backward and below its
 // source's definition; loads started and not yet waited hold at most
 // `max-inflight-bytes` at any point (a load bigger than that alone starts
