@@ -169,11 +169,9 @@ class OffloadOptions:
         return " ".join(parts)
 
 
-# Profiles `python -m offload_mlir.calibrate` measured, shipped with the
-# package, by a substring of the GPU's name.
-# Device profiles measured with offload_mlir.calibrate, by a part of the GPU's
-# name. A GPU none of them names is planned with the compiler's built-in
-# defaults (an H100 PCIe), with a warning.
+# Device profiles measured with offload_mlir.calibrate and shipped with the
+# package, by a part of the GPU's name. A GPU none of them names is planned
+# with the compiler's built-in defaults (an H100 PCIe), with a warning.
 _PACKAGED_PROFILES = {"H100": "h100.json"}
 _warned_unprofiled: set[str] = set()
 
