@@ -179,8 +179,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from offload_mlir import models
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="bf16x8", choices=sorted(bench.CONFIGS))
     p.add_argument("--rows", default="compile,offload-mlir:budget=15750000000")
@@ -200,23 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("kernel_interference.py needs CUDA", file=sys.stderr)
         return 2
-    cfg = dict(bench.MODEL_DEFAULTS) | bench.CONFIGS[args.config]
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.use_deterministic_algorithms(True)
-    for row in rows:
-        bench._set_process_partitioner_config(torch, row)
-    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
-    llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
-                               kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])
-    steps = []
-    for row in rows:
-        torch.manual_seed(0)
-        model = models.LlamaLM(llama, cfg["layers"], cfg["seq"], cfg["vocab"], device="cuda",
-                               dtype=dtype)
-        steps.append((model, torch.compile(model, backend=bench._compiled_backend(row),
-                                           dynamic=False)))
-    tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
-                           generator=torch.Generator().manual_seed(1)).cuda()
+    steps, tokens = bench.compiled_cuda_rows(args.config, list(rows))
 
     def step(which: int) -> None:
         model, compiled = steps[which]

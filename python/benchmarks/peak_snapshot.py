@@ -79,8 +79,6 @@ def peak_of_trace(trace: list[dict], top: int = 15) -> dict:
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from offload_mlir import models
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="bf16x8", choices=sorted(bench.CONFIGS))
     p.add_argument("--row", default="offload-mlir:budget=15800000000")
@@ -97,19 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("peak_snapshot.py needs CUDA", file=sys.stderr)
         return 2
-    cfg = dict(bench.MODEL_DEFAULTS) | bench.CONFIGS[args.config]
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.use_deterministic_algorithms(True)
-    bench._set_process_partitioner_config(torch, row)
-    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
-    llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
-                               kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])
-    torch.manual_seed(0)
-    model = models.LlamaLM(llama, cfg["layers"], cfg["seq"], cfg["vocab"], device="cuda",
-                           dtype=dtype)
-    compiled = torch.compile(model, backend=bench._compiled_backend(row), dynamic=False)
-    tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
-                           generator=torch.Generator().manual_seed(1)).cuda()
+    [(model, compiled)], tokens = bench.compiled_cuda_rows(args.config, [row])
 
     def step() -> None:
         for q in model.parameters():

@@ -254,6 +254,37 @@ def _offload_mlir_backend(row: Row):
     return offload_mlir.backend(**kw)
 
 
+def compiled_cuda_rows(config: str, rows: list[Row]):
+    """The benchmark's Llama on CUDA for tools that time or record compiled
+    rows outside `run_row` (python/benchmarks/kernel_interference.py,
+    peak_snapshot.py): deterministic algorithms, no TF32, each row's
+    partitioner settings process-wide, then per row the model (seed 0, so
+    every row has the same weights) and torch.compile of it with the row's
+    backend; and one batch of tokens. Returns ([(model, compiled)], tokens)."""
+    import torch
+
+    from offload_mlir import models
+
+    cfg = dict(MODEL_DEFAULTS) | CONFIGS[config]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.use_deterministic_algorithms(True)
+    for row in rows:
+        _set_process_partitioner_config(torch, row)
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
+    llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
+                               kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])
+    compiled = []
+    for row in rows:
+        torch.manual_seed(0)
+        model = models.LlamaLM(llama, cfg["layers"], cfg["seq"], cfg["vocab"], device="cuda",
+                               dtype=dtype)
+        compiled.append((model, torch.compile(model, backend=_compiled_backend(row),
+                                              dynamic=False)))
+    tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
+                           generator=torch.Generator().manual_seed(1)).cuda()
+    return compiled, tokens
+
+
 def _mark_all_for_offload(graph) -> None:
     # PyTorch's compiler-level offloading moves the saved values whose nodes
     # are marked; it decides itself which of those it can move.
