@@ -48,12 +48,23 @@ getPassDeviceProfile(const DeviceProfileOverrides &overrides,
   return profile;
 }
 
-/// The execution model from the `release` and `fuse-memory-bound` options.
-inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
-                                            bool fuseMemoryBound) {
+/// The execution model from the `release`, `fuse-memory-bound` and (for the
+/// passes that place copies) `offload-waits-in-backward` options; emits an
+/// error at `anchor` for waits in backward without release=at-wait.
+inline FailureOr<ExecutionModel>
+getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
+                      Operation *anchor, bool offloadWaitsInBackward = false) {
   ExecutionModel execution;
   execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
+  if (offloadWaitsInBackward &&
+      release != ExecutionModel::Release::AtWait) {
+    emitError(anchor->getLoc())
+        << "offload-waits-in-backward needs release=at-wait: with "
+           "release=after-copy no offload wait holds memory or stalls";
+    return failure();
+  }
+  execution.offloadWaitsInBackward = offloadWaitsInBackward;
   return execution;
 }
 
