@@ -415,11 +415,6 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   for (BlockArgument arg : backward.getArguments()) {
     if (arg.getArgNumber() < numSaved) {
       refs[arg] = linkRef(arg.getArgNumber());
-      // An offload still in flight when forward returns: backward's wait
-      // for it is the copy's wait.
-      if (int copy = offloadOfLink[arg.getArgNumber()];
-          copy >= 0 && isa<FutureLikeType>(arg.getType()))
-        copyOf[arg] = copy;
       continue;
     }
     unsigned buffer = newBuffer(arg.getType(), firstBackward, false);
@@ -770,7 +765,6 @@ CopyPlan StepModel::planFor(ArrayRef<unsigned> chosen, bool schedule,
     SimulationResult result = scheduleLoads(plan, maxInflightBytes);
     if (execution.coalesceBelow > 0)
       result = coalesceLoads(plan, std::move(result));
-    result = sinkOffloadWaitsIntoBackward(plan, std::move(result));
     if (simulated)
       *simulated = std::move(result);
   } else if (simulated) {
@@ -1011,91 +1005,6 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan,
       breaks = mid;
   }
   keepFirst(holds);
-}
-
-SimulationResult
-StepModel::sinkOffloadWaitsIntoBackward(CopyPlan &plan,
-                                        SimulationResult current) const {
-  if (!execution.offloadWaitsInBackward ||
-      execution.release != ExecutionModel::Release::AtWait)
-    return current;
-  unsigned numOps = ops.size();
-  // No wait crosses an op whose effects do not commute with it, nor comes
-  // after a load that reads what it yields.
-  unsigned end = numOps;
-  for (unsigned pos = numForwardOps; pos < numOps; ++pos)
-    if (lastCopyBarrier[pos + 1] == int(pos)) {
-      end = pos;
-      break;
-    }
-  SmallVector<unsigned> limit(plan.copies.size(), end);
-  for (const PlannedCopy &copy : plan.copies)
-    if (copy.kind == PlannedCopy::Kind::Load && copy.dependsOn >= 0)
-      limit[copy.dependsOn] = std::min(limit[copy.dependsOn], copy.issuePos);
-  SmallVector<unsigned> sinks;
-  for (auto [index, copy] : llvm::enumerate(plan.copies))
-    if (copy.kind == PlannedCopy::Kind::Offload &&
-        copy.waitPos == numForwardOps && limit[index] > numForwardOps)
-      sinks.push_back(index);
-  if (sinks.empty())
-    return current;
-  // The copies that end last first: the stall at the end of forward is
-  // theirs.
-  llvm::stable_sort(sinks, [&](unsigned a, unsigned b) {
-    return current.copyEnd[a] > current.copyEnd[b];
-  });
-  SmallVector<int64_t> liveAt, afterRelease;
-  int64_t peak = simulate(plan, &liveAt, &afterRelease).peakBytes;
-  HoistedBytes bytesAt(liveAt);
-  SmallVector<unsigned> moved;
-  for (unsigned index : sinks) {
-    PlannedCopy &copy = plan.copies[index];
-    // As in sinkOffloadWaits: across the first op of backward the source is
-    // live with all that op allocates.
-    int64_t added = bytesAt.at(numForwardOps) - liveAt[numForwardOps];
-    if (afterRelease[copy.target] >= 0 &&
-        afterRelease[copy.target] + copy.bytes + added > peak)
-      continue;
-    int64_t blocked = bytesAt.firstAbove(numForwardOps + 1, limit[index],
-                                         peak - copy.bytes);
-    unsigned pos = blocked < 0 ? limit[index] : unsigned(blocked);
-    while (pos > numForwardOps && pos < numOps && isa<WaitOp>(ops[pos].op))
-      --pos;
-    if (pos == numForwardOps)
-      continue;
-    bytesAt.add(numForwardOps, pos, copy.bytes);
-    copy.waitPos = pos;
-    moved.push_back(index);
-  }
-  SimulationResult result = simulate(plan);
-  if (result.peakBytes <= peak)
-    return result;
-  // Later releases shift times, so liveAt per position can miss a peak:
-  // keep the longest prefix of the moves (each placed with those before it)
-  // that holds the peak, as sinkOffloadWaits does.
-  auto keepFirst = [&](size_t count) {
-    for (auto [rank, index] : llvm::enumerate(moved))
-      if (rank >= count)
-        plan.copies[index].waitPos = numForwardOps;
-  };
-  SmallVector<unsigned> placed;
-  for (unsigned index : moved)
-    placed.push_back(plan.copies[index].waitPos);
-  size_t holds = 0, breaks = moved.size();
-  while (breaks - holds > 1) {
-    size_t mid = holds + (breaks - holds) / 2;
-    for (auto [rank, index] : llvm::enumerate(moved))
-      plan.copies[index].waitPos = placed[rank];
-    keepFirst(mid);
-    if (simulate(plan).peakBytes <= peak)
-      holds = mid;
-    else
-      breaks = mid;
-  }
-  for (auto [rank, index] : llvm::enumerate(moved))
-    plan.copies[index].waitPos = placed[rank];
-  keepFirst(holds);
-  return simulate(plan);
 }
 
 bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,

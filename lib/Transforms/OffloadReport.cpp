@@ -59,9 +59,6 @@ struct SavedEntry {
   Position loadBefore;
   /// Where a split load starts (the op it is issued before).
   Position loadStart;
-  /// Where backward waits for the offload (offload-waits-in-backward): the
-  /// op the wait precedes; none if forward waits for it.
-  Position offloadWaitInBackward;
   double exposedSeconds = 0;
   /// Saved views that share this copy's storage and that backward rebuilds
   /// from its load (ops marked `offload.rebuilt_view`), in backward order.
@@ -161,9 +158,6 @@ static Operation *nextComputeOp(Operation *op) {
 /// The device value an offloaded saved value was copied from, and the op
 /// that started the copy; null if `value` is not an offload's result.
 static std::pair<Value, Operation *> getOffloadSource(Value value) {
-  // A future forward returns for backward to wait.
-  if (Operation *start = value.getDefiningOp(); isOffloadStart(start))
-    return {getStartedCopySource(value), start};
   if (auto wait = value.getDefiningOp<WaitOp>())
     if (Operation *start = wait.getFuture().getDefiningOp();
         isOffloadStart(start))
@@ -175,7 +169,7 @@ static std::pair<Value, Operation *> getOffloadSource(Value value) {
 
 /// The views backward rebuilds from the loads of host argument `arg` (one
 /// storage, one copy), by position.
-static std::vector<Position> findRebuiltViews(Value arg,
+static std::vector<Position> findRebuiltViews(BlockArgument arg,
                                               const OpIndex &index) {
   SmallVector<Value> loaded;
   for (OpOperand &use : arg.getUses()) {
@@ -228,18 +222,7 @@ static StepReport buildReport(const TrainingStep &step,
       while (isCopyOp(after))
         after = after->getPrevNode();
       entry.offloadAfter = positionOf(after, index);
-      // The host value backward loads: its argument, or what its wait for
-      // the argument yields if the offload is still in flight at the end of
-      // forward.
-      Value host = step.getBackwardArgument(i);
-      if (isa<FutureLikeType>(host.getType()))
-        for (Operation *user : host.getUsers())
-          if (auto wait = dyn_cast<WaitOp>(user)) {
-            entry.offloadWaitInBackward =
-                positionOf(nextComputeOp(wait), index);
-            host = wait.getResult();
-          }
-      for (OpOperand &use : host.getUses()) {
+      for (OpOperand &use : step.getBackwardArgument(i).getUses()) {
         Operation *user = use.getOwner();
         if (isa<LoadToGpuOp>(user)) {
           entry.loadBefore = positionOf(nextComputeOp(user), index);
@@ -251,7 +234,7 @@ static StepReport buildReport(const TrainingStep &step,
             entry.loadBefore = positionOf(nextComputeOp(wait), index);
         }
       }
-      entry.rebuiltViews = findRebuiltViews(host, index);
+      entry.rebuiltViews = findRebuiltViews(step.getBackwardArgument(i), index);
       if (model && simulated) {
         int load = model->getPlanInIR().loadOf[i];
         if (load >= 0)
@@ -387,11 +370,6 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                           "{6,-40}  {7}\n",
                           e.result, e.producer, e.type, formatBytes(e.bytes),
                           where, load, start, exposed);
-      if (e.offloadWaitInBackward.index >= 0)
-        os << llvm::formatv("        offload waited in backward before #{0} "
-                            "{1}\n",
-                            e.offloadWaitInBackward.index,
-                            e.offloadWaitInBackward.op);
       if (!e.rebuiltViews.empty()) {
         os << "        one copy for saved views rebuilt in backward:";
         for (const Position &view : e.rebuiltViews)
@@ -476,8 +454,6 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
         entry["load_start"] = toJson(e.loadStart.index < 0 ? e.loadBefore
                                                            : e.loadStart);
         entry["exposed_seconds"] = e.exposedSeconds;
-        if (e.offloadWaitInBackward.index >= 0)
-          entry["offload_wait_before"] = toJson(e.offloadWaitInBackward);
         // Only for a copy that carries several saved views, as kept_reason
         // only for a value that stays.
         if (!e.rebuiltViews.empty()) {
@@ -568,11 +544,7 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     FailureOr<DeviceProfile> profile = getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    FailureOr<ExecutionModel> executionModel = getPassExecutionModel(
-        release, fuseMemoryBound, getOperation());
-    if (failed(executionModel))
-      return signalPassFailure();
-    ExecutionModel execution = *executionModel;
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     CostModel costModel(*profile);
     std::vector<StepReport> reports;
     for (const TrainingStep &step : steps) {

@@ -48,23 +48,12 @@ getPassDeviceProfile(const DeviceProfileOverrides &overrides,
   return profile;
 }
 
-/// The execution model from the `release`, `fuse-memory-bound` and (for the
-/// passes that place copies) `offload-waits-in-backward` options; emits an
-/// error at `anchor` for waits in backward without release=at-wait.
-inline FailureOr<ExecutionModel>
-getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
-                      Operation *anchor, bool offloadWaitsInBackward = false) {
+/// The execution model from the `release` and `fuse-memory-bound` options.
+inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
+                                            bool fuseMemoryBound) {
   ExecutionModel execution;
   execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
-  if (offloadWaitsInBackward &&
-      release != ExecutionModel::Release::AtWait) {
-    emitError(anchor->getLoc())
-        << "offload-waits-in-backward needs release=at-wait: with "
-           "release=after-copy no offload wait holds memory or stalls";
-    return failure();
-  }
-  execution.offloadWaitsInBackward = offloadWaitsInBackward;
   return execution;
 }
 

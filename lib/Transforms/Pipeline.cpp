@@ -35,7 +35,6 @@ static void buildPipeline(OpPassManager &pm,
     plan.deviceProfile = options.deviceProfile;
     plan.release = options.release;
     plan.fuseMemoryBound = options.fuseMemoryBound;
-    plan.offloadWaitsInBackward = options.offloadWaitsInBackward;
     pm.addPass(createPlanOffloads(plan));
   }
   pm.addPass(createInsertOffloads());
@@ -50,7 +49,6 @@ static void buildPipeline(OpPassManager &pm,
     schedule.deviceProfile = options.deviceProfile;
     schedule.release = options.release;
     schedule.fuseMemoryBound = options.fuseMemoryBound;
-    schedule.offloadWaitsInBackward = options.offloadWaitsInBackward;
     pm.addPass(createScheduleCopies(schedule));
   }
   if (options.report != ReportFormat::None) {
@@ -91,12 +89,6 @@ mlir::offload::checkOffloadPipelineOptions(const OffloadPipelineOptions &options
   if (!offload_support::parseByteSize(options.coalesceBelow.getValue(),
                                       &why)) {
     error = "option coalesce-below: " + why;
-    return failure();
-  }
-  if (options.offloadWaitsInBackward &&
-      options.release != ExecutionModel::Release::AtWait) {
-    error = "option offload-waits-in-backward needs release=at-wait: with "
-            "release=after-copy no offload wait holds memory or stalls";
     return failure();
   }
   return success();

@@ -334,11 +334,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    FailureOr<ExecutionModel> executionModel = getPassExecutionModel(
-        release, fuseMemoryBound, getOperation(), offloadWaitsInBackward);
-    if (failed(executionModel))
-      return signalPassFailure();
-    ExecutionModel execution = *executionModel;
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     execution.loadLead = *lead;
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
@@ -522,8 +518,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// except views, which offload-reorder-backward moves: a copy placed
   /// before a view goes before the next op that is no view (views take no
   /// time and hold no memory of their own). A wait at the end of forward
-  /// needs no record; one in backward (offload-waits-in-backward) is
-  /// recorded on its backward op.
+  /// needs no record.
   void recordPlacements(const TrainingStep &step, const StepModel &model,
                         const CopyPlan &plan) {
     unsigned numOps = model.getNumOps(), numForward = model.getNumForwardOps();
@@ -561,12 +556,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         llvm::append_range(loadStarts[anchor], carried[index]);
     }
     for (auto [index, copy] : llvm::enumerate(plan.copies)) {
-      if (copy.kind != PlannedCopy::Kind::Offload ||
-          copy.waitPos == numForward)
+      if (copy.kind != PlannedCopy::Kind::Offload || copy.waitPos >= numForward)
         continue;
-      // Waited in forward, or (offload-waits-in-backward) in backward.
-      unsigned end = copy.waitPos < numForward ? numForward : numOps;
-      if (Operation *anchor = anchorAt(copy.waitPos, end))
+      if (Operation *anchor = anchorAt(copy.waitPos, numForward))
         llvm::append_range(offloadWaits[anchor], carried[index]);
     }
     Builder builder(&getContext());

@@ -156,93 +156,6 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan,
   }
 }
 
-/// Hands each wait of `waits` (an offload's wait in forward whose host value
-/// only forward's return reads, as one saved value) to backward, right
-/// before its paired op there, or before the first reader of the host value
-/// if that comes earlier: forward returns the copy's future in that saved
-/// slot, and backward's argument becomes the future, which backward waits
-/// for. A wait whose host value anything else reads stays in forward.
-static void moveOffloadWaitsIntoBackward(
-    const TrainingStep &step,
-    ArrayRef<std::pair<WaitOp, Operation *>> waits) {
-  if (waits.empty())
-    return;
-  FunctionOpInterface forward = step.getForward();
-  FunctionOpInterface backward = step.getBackward();
-  Block &backwardBody = backward.getFunctionBody().front();
-  Operation *ret = step.getForwardReturn();
-  unsigned numOutputs = step.getNumOutputs();
-  // Types are set once per function at the end (per value, that rebuilds
-  // the signature each time).
-  SmallVector<Type> resultTypes(forward.getResultTypes());
-  SmallVector<Type> argumentTypes(backward.getArgumentTypes());
-  OpBuilder builder(forward->getContext());
-  bool changed = false;
-  for (auto [wait, anchor] : waits) {
-    Value host = wait.getResult();
-    if (!host.hasOneUse())
-      continue;
-    OpOperand &use = *host.getUses().begin();
-    if (use.getOwner() != ret || use.getOperandNumber() < numOutputs ||
-        anchor->getBlock() != &backwardBody)
-      continue;
-    unsigned result = use.getOperandNumber();
-    BlockArgument arg = step.getBackwardArgument(result - numOutputs);
-    Operation *at = anchor;
-    if (Operation *first = findFirstUserInBlock({arg}, backwardBody);
-        first && first->isBeforeInBlock(anchor))
-      at = first;
-    Value future = wait.getFuture();
-    use.set(future);
-    resultTypes[result] = argumentTypes[arg.getArgNumber()] = future.getType();
-    arg.setType(future.getType());
-    builder.setInsertionPoint(at);
-    auto backwardWait =
-        WaitOp::create(builder, wait.getLoc(), host.getType(), arg);
-    arg.replaceAllUsesExcept(backwardWait.getResult(), backwardWait);
-    wait.erase();
-    changed = true;
-  }
-  if (!changed)
-    return;
-  forward.setType(
-      forward.cloneTypeWith(forward.getArgumentTypes(), resultTypes));
-  backward.setType(
-      backward.cloneTypeWith(argumentTypes, backward.getResultTypes()));
-  // A driver in the module that calls forward and hands the saved results to
-  // backward keeps verifying: its calls of forward return the futures.
-  if (std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(forward, forward->getParentOp()))
-    for (const SymbolTable::SymbolUse &use : *uses)
-      if (auto call = dyn_cast<CallOpInterface>(use.getUser()))
-        for (auto [value, type] : llvm::zip(call->getResults(), resultTypes))
-          value.setType(type);
-}
-
-/// The waits of the offloads `plan` waits in backward, each with the
-/// backward op it goes before (see StepModel::sinkOffloadWaitsIntoBackward).
-static SmallVector<std::pair<WaitOp, Operation *>>
-getWaitsIntoBackward(const StepModel &model, const CopyPlan &plan,
-                     ArrayRef<Operation *> startOf, Block &backward) {
-  SmallVector<std::pair<WaitOp, Operation *>> waits;
-  for (auto [copy, startOp] : llvm::zip_equal(plan.copies, startOf)) {
-    if (copy.kind != PlannedCopy::Kind::Offload ||
-        copy.waitPos <= model.getNumForwardOps())
-      continue;
-    auto start = dyn_cast<OffloadStartOp>(startOp);
-    if (!start || !start.getFuture().hasOneUse())
-      continue;
-    auto wait = dyn_cast<WaitOp>(*start.getFuture().getUsers().begin());
-    if (!wait || wait->getBlock() != start->getBlock())
-      continue;
-    Operation *anchor = copy.waitPos < model.getNumOps()
-                            ? model.getOp(copy.waitPos)
-                            : backward.getTerminator();
-    waits.push_back({wait, anchor});
-  }
-  return waits;
-}
-
 /// The saved values a stamp of offload-plan names (see
 /// OffloadDialect::kLoadStartsAttrName), or nothing where `op` has none; an
 /// error where one names a saved value the step does not have.
@@ -305,7 +218,6 @@ static LogicalResult placeAsRecorded(const TrainingStep &step,
         offloadWaitOf[i] = wait;
 
   llvm::SmallPtrSet<Operation *, 16> placed;
-  SmallVector<std::pair<WaitOp, Operation *>> waitsIntoBackward;
   for (Operation &anchor : llvm::make_early_inc_range(backward)) {
     FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, loadName, numSaved);
     if (failed(indices))
@@ -339,16 +251,10 @@ static LogicalResult placeAsRecorded(const TrainingStep &step,
         moveOpBefore(start, target->getIterator());
     }
     anchor.removeAttr(loadName);
-    // Offloads the plan waits in backward, before this op.
-    FailureOr<ArrayRef<int64_t>> waited =
-        getStamp(&anchor, waitName, numSaved);
-    if (failed(waited))
-      return failure();
-    for (int64_t index : *waited)
-      if (WaitOp wait = offloadWaitOf[index];
-          wait && placed.insert(wait).second)
-        waitsIntoBackward.push_back({wait, &anchor});
-    anchor.removeAttr(waitName);
+    if (anchor.hasAttr(waitName))
+      return anchor.emitError()
+             << "'" << waitName << "' on an op of backward: offloads are "
+             << "waited for in forward";
   }
   for (Operation &anchor : forward) {
     FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, waitName, numSaved);
@@ -372,7 +278,6 @@ static LogicalResult placeAsRecorded(const TrainingStep &step,
              << "'" << loadName << "' on an op of forward: loads start in "
              << "backward";
   }
-  moveOffloadWaitsIntoBackward(step, waitsIntoBackward);
   return success();
 }
 
@@ -500,8 +405,7 @@ static LogicalResult placeCopies(const TrainingStep &step,
   // them moves no op, and hoisting loads moves no forward op, so the
   // positions hold for both.
   model->placeOffloadWaits(plan);
-  SimulationResult scheduled = model->scheduleLoads(plan, maxInflightBytes);
-  model->sinkOffloadWaitsIntoBackward(plan, std::move(scheduled));
+  model->scheduleLoads(plan, maxInflightBytes);
 
   // A load issued at position p goes before the first op at or after p
   // that is not a load start (those move too), after the loads issued at
@@ -537,9 +441,6 @@ static LogicalResult placeCopies(const TrainingStep &step,
       moveOpBefore(start, target->getIterator());
   }
   moveOffloadWaits(*model, plan, startOf);
-  moveOffloadWaitsIntoBackward(
-      step, getWaitsIntoBackward(*model, plan, startOf,
-                                 step.getBackward().getFunctionBody().front()));
   return success();
 }
 
@@ -563,11 +464,7 @@ struct ScheduleCopies
         getPassLoadLead(copyMargin, loadLead, getOperation());
     if (failed(lead))
       return signalPassFailure();
-    FailureOr<ExecutionModel> executionModel = getPassExecutionModel(
-        release, fuseMemoryBound, getOperation(), offloadWaitsInBackward);
-    if (failed(executionModel))
-      return signalPassFailure();
-    ExecutionModel execution = *executionModel;
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
     execution.loadLead = *lead;
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",

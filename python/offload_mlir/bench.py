@@ -159,7 +159,7 @@ _FAMILIES = {
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
-                                   "load_lead", "waits_in_backward")),
+                                   "load_lead")),
 }
 
 
@@ -249,9 +249,6 @@ def _offload_mlir_backend(row: Row):
         kw[key] = value
     if "amb" in row.options:
         kw["recompute_budget"] = float(row.options["amb"])
-    if "waits_in_backward" in row.options:
-        kw["offload_waits_in_backward"] = (
-            row.options["waits_in_backward"].lower() in ("1", "true", "yes"))
     if config := _partitioner_config(row):
         kw["partitioner_config"] = config
     return offload_mlir.backend(**kw)

@@ -105,11 +105,6 @@ class OffloadOptions:
     # by name (say {"ban_recompute_materialized_backward": False}): which
     # values the min-cut partitioner may recompute instead of saving.
     partitioner_config: tuple[tuple[str, Any], ...] = ()
-    # The pipeline's `offload-waits-in-backward`: an offload still in flight
-    # when forward ends is waited in backward, where its memory is needed,
-    # instead of stalling forward's end (forward returns its device source
-    # too, which backward frees at the wait).
-    offload_waits_in_backward: bool = True
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -128,9 +123,6 @@ class OffloadOptions:
                 or not 0 <= self.recompute_budget <= 1):
             raise ValueError("recompute_budget must be a fraction in [0, 1], "
                              f"not {self.recompute_budget!r}")
-        if not isinstance(self.offload_waits_in_backward, bool):
-            raise ValueError("offload_waits_in_backward must be a bool, not "
-                             f"{self.offload_waits_in_backward!r}")
         if self.load_lead is not None and (
                 isinstance(self.load_lead, bool)
                 or not isinstance(self.load_lead, (int, float))
@@ -171,8 +163,6 @@ class OffloadOptions:
         # the compute stream waits there for the copy; and Inductor fuses the
         # memory-bound ops the exported graph still lists one by one.
         parts.append("release=at-wait")
-        if self.offload_waits_in_backward and self.schedule:
-            parts.append("offload-waits-in-backward=true")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
         parts.append(f"report={report}")
@@ -431,7 +421,6 @@ def backend(
     recompute_budget: float | None = None,
     load_lead: float | None = None,
     partitioner_config: Mapping[str, Any] | None = None,
-    offload_waits_in_backward: bool = True,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -449,11 +438,7 @@ def backend(
     start each load this fraction of its copy time earlier than the model
     needs, where memory allows; default 5%), and `partitioner_config`
     (other `torch._functorch.config` settings, by name, for these graphs'
-    partitioner, such as `{"ban_recompute_materialized_backward": False}`),
-    and `offload_waits_in_backward` (the pipeline's
-    `offload-waits-in-backward`: an offload still in flight when forward ends
-    is waited in backward, as late as the predicted peak allows, so forward
-    does not stall for it; its device source stays allocated until then).
+    partitioner, such as `{"ban_recompute_materialized_backward": False}`).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
@@ -461,7 +446,6 @@ def backend(
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
         recompute_budget=recompute_budget, load_lead=load_lead,
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
-        offload_waits_in_backward=offload_waits_in_backward,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

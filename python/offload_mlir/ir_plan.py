@@ -46,15 +46,10 @@ class IrFunction:
     arg_names: dict[str, str]  # SSA `%arg3` -> FX placeholder name
     host_args: set[str]  # FX placeholder names whose type is #offload.host
     ops: list[IrOp]
-    # Those of host_args whose offload is still in flight when forward
-    # returns (type `!offload.future<...>`): backward waits for them.
-    future_args: set[str] = dataclasses.field(default_factory=set)
 
 
 _FUNC = re.compile(r"^\s*func\.func @([\w$.-]+)\((.*)\)\s*(->|attributes|\{)")
-_ARG = re.compile(
-    r"(%[\w$.-]+): ((?:!offload\.future<tensor<[^>]*>>)|(?:tensor<[^>]*>)|[^,{)]+)"
-    r"(?:\s*\{([^}]*)\})?")
+_ARG = re.compile(r"(%[\w$.-]+): ((?:tensor<[^>]*>)|[^,{)]+)(?:\s*\{([^}]*)\})?")
 _TRACE_NAME = re.compile(r'trace\.name = "((?:[^"\\]|\\.)*)"')
 _RESULTS = re.compile(r"^(%[\w$.-]+)(?::(\d+))?(?:, %[\w$.-]+)* = ")
 _SSA = re.compile(r"%[\w$.-]+(?:#\d+)?")
@@ -79,10 +74,9 @@ def _results(line: str) -> tuple[list[str], str]:
     return [r.strip() for r in head.split(",")], rest
 
 
-def _function_args(text: str) -> tuple[dict[str, str], set[str], set[str]]:
+def _function_args(text: str) -> tuple[dict[str, str], set[str]]:
     names: dict[str, str] = {}
     host: set[str] = set()
-    futures: set[str] = set()
     for m in _ARG.finditer(text):
         ssa, ty, attrs = m.group(1), m.group(2), m.group(3) or ""
         tn = _TRACE_NAME.search(attrs)
@@ -91,9 +85,7 @@ def _function_args(text: str) -> tuple[dict[str, str], set[str], set[str]]:
         names[ssa] = tn.group(1)
         if "#offload.host" in ty:
             host.add(tn.group(1))
-            if ty.startswith("!offload.future"):
-                futures.add(tn.group(1))
-    return names, host, futures
+    return names, host
 
 
 def read_step(ir: str) -> dict[str, IrFunction]:
@@ -109,8 +101,8 @@ def read_step(ir: str) -> dict[str, IrFunction]:
             continue
         fm = _FUNC.match(line)
         if fm:
-            names, host, futures = _function_args(fm.group(2))
-            current = IrFunction(fm.group(1), names, host, [], futures)
+            names, host = _function_args(fm.group(2))
+            current = IrFunction(fm.group(1), names, host, [])
             continue
         if current is None:
             continue

@@ -9,18 +9,9 @@ the rebuilt graph copies the original nodes in the IR's order and puts the
 forward  `offload.offload_start %x`  ->  h = offload_start(x, stride, [after])
          `offload.wait %f`           ->  offload_wait(h, x, [after])
          (`offload.offload_to_cpu`   ->  both, back to back)
-         `return ..., %f`            ->  returns h in that saved slot, and x
-                                         after the saved values
-backward `offload.wait %f` (argument) -> offload_wait(h, x, [after])
-         `offload.load_start %h`     ->  d = load_start(h, size, stride, dtype, device, [after])
+backward `offload.load_start %h`     ->  d = load_start(h, size, stride, dtype, device, [after])
          `offload.wait %f`           ->  load_wait(d, h, [after])
          (`offload.load_to_gpu`      ->  d = load(h, size, stride, dtype, device, [after]))
-
-A future forward returns (`offload-waits-in-backward`) is an offload still
-in flight: backward waits for it. Its device source must stay allocated
-until then, so the rebuilt forward also returns the source, as one more
-saved value after the others, and the rebuilt backward takes it as a
-placeholder after theirs and passes it to the wait, its last use.
 
 Saved views of one storage travel as one host copy of the value owning it
 (one storage, one copy): the IR returns that copy in one saved slot and
@@ -130,23 +121,12 @@ class _Builder:
         return node
 
     def placeholders(self, host: dict[str, torch.Tensor],
-                     dropped: set[str] = frozenset(), sources_at: int = 0,
-                     in_flight: list[str] = ()) -> None:
+                     dropped: set[str] = frozenset()) -> None:
         """One placeholder per old one, but for the `dropped` saved values;
-        those in `host` hold the host copy of the given device value. After
-        the first `sources_at` of them, one for the device source of each
-        saved value in `in_flight` (its offload is waited here), in order."""
-        kept = [p for p in self.old.graph.nodes
-                if p.op == "placeholder" and p.name not in dropped]
-        self.sources: dict[str, fx.Node] = {}
-        for i, p in enumerate(kept + [None]):
-            if i == sources_at:
-                for name in in_flight:
-                    source = self.graph.placeholder(f"{name}_offload_source")
-                    source.meta["val"] = host[name]
-                    self.sources[name] = source
-            if p is None:
-                break
+        those in `host` hold the host copy of the given device value."""
+        for p in self.old.graph.nodes:
+            if p.op != "placeholder" or p.name in dropped:
+                continue
             new = self.graph.placeholder(p.name)
             new.meta = dict(p.meta)
             if p.name in host:
@@ -246,23 +226,16 @@ def _realize_like_an_output(src: fx.Node, layout: list[int]) -> None:
         src.meta["inductor_realize_to_strides"] = True
 
 
-def _val(node: Any) -> Any:
-    return node.meta.get("val") if isinstance(node, fx.Node) else node
-
-
 def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
                      layouts: dict[str, list[int]], saved_names: list[str]):
-    """The new forward; the positions (among `saved_names`, the saved values
-    the IR keeps) of those offloaded; per offloaded name whose copy is of the
-    storage it shares rather than of itself, that storage's value; and where
-    among its saved values the sources of the offloads still in flight at
-    its end begin, and how many there are (in the order of their saved
-    values)."""
+    """The new forward, the positions (among `saved_names`, the saved values
+    the IR keeps) of those offloaded, and, per offloaded name whose copy is
+    of the storage it shares rather than of itself, that storage's value."""
     ops = torch.ops.offload
     b = _Builder(fw, fn)
     b.placeholders({})
     host_of: dict[str, fx.Node] = {}  # host SSA (or future) -> host node
-    source_of: dict[str, fx.Node] = {}  # future not yet waited -> device source
+    source_of: dict[str, fx.Node] = {}  # future SSA -> device source node
     copied: dict[str, torch.Tensor] = {}  # saved name -> value of the source
     returned: list[str] = []
     copy_names = _saved_name_of_copies(fn, saved_names, num_outputs)
@@ -287,16 +260,15 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             _realize_like_an_output(src, layout)
             host = b._call(ops.offload_start.default, (src, layout, []))
             host_of[op.results[0]] = host
+            source_of[op.results[0]] = src
             if op.kind == "offload_to_cpu":
                 b._call(ops.offload_wait.default, (host, src, []))
-            else:
-                source_of[op.results[0]] = src
         elif op.kind == "wait":
             fut = op.operands[0]
             if fut not in host_of:
                 raise RebuildError(f"@{fn.name}: wait on {fut}, which no offload started")
             b._call(ops.offload_wait.default,
-                    (host_of[fut], source_of.pop(fut), []))
+                    (host_of[fut], source_of[fut], []))
             host_of[op.results[0]] = host_of[fut]
         elif op.kind == "return":
             returned = op.operands
@@ -308,15 +280,12 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
     old_saved = {n.name: n for n in outputs[num_outputs:] if isinstance(n, fx.Node)}
     offloaded: list[int] = []  # positions among the saved values kept
     final: list[Any] = []
-    in_flight: list[fx.Node] = []  # sources of the offloads backward waits for
     for i, ssa in enumerate(returned):
         if ssa in host_of:
             if i < num_outputs:
                 raise RebuildError("the pipeline offloaded a user-visible output")
             final.append(host_of[ssa])
             offloaded.append(i - num_outputs)
-            if ssa in source_of:  # a future: no wait in forward
-                in_flight.append(source_of[ssa])
         elif i < num_outputs:
             final.append(outputs[i])
         else:
@@ -324,14 +293,8 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             if name not in old_saved:
                 raise RebuildError(f"@{fn.name}: saved value {name} is not a forward output")
             final.append(old_saved[name])
-    # AOTAutograd saves tensors first, then symbolic values: the sources go
-    # after the last tensor.
-    at = len(final)
-    while at > num_outputs and not isinstance(_val(final[at - 1]), torch.Tensor):
-        at -= 1
-    final[at:at] = in_flight
     gm = b.finish(final)
-    return gm, offloaded, copied, at - num_outputs, len(in_flight)
+    return gm, offloaded, copied
 
 
 def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.Tensor]) -> None:
@@ -364,20 +327,13 @@ def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.T
 
 def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
                       traced: dict[str, torch.Tensor], copied: dict[str, torch.Tensor],
-                      layouts: dict[str, list[int]], dropped: set[str],
-                      sources_at: int, in_flight: list[str]):
+                      layouts: dict[str, list[int]], dropped: set[str]):
     ops = torch.ops.offload
     b = _Builder(bw, fn)
-    b.placeholders({name: copied[name] for name in fn.host_args}, dropped,
-                   sources_at, in_flight)
+    b.placeholders({name: copied[name] for name in fn.host_args}, dropped)
     loads: dict[str, tuple[fx.Node, fx.Node]] = {}  # future -> (dst, host)
     for op in fn.ops:
-        if op.kind == "wait" and op.operands[0] in fn.arg_names:
-            # An offload forward left in flight: its source's last use.
-            host = b.value(op.operands[0])
-            b._call(ops.offload_wait.default, (host, b.sources[host.name], []))
-            b.ssa[op.results[0]] = host
-        elif op.kind == "trace" and op.rebuilt:
+        if op.kind == "trace" and op.rebuilt:
             _rebuild_view(b, fw, op, traced)
         elif op.kind == "trace":
             b.copy_node(op)
@@ -450,7 +406,7 @@ def rebuild_step(
     # The saved values the IR keeps; the others travel in a shared copy.
     saved_names = _ir_saved_names(bw_fn, num_saved)
     dropped = {s.name for s in saved} - set(saved_names)
-    new_fw, offloaded, copied, sources_at, num_in_flight = _rebuild_forward(
+    new_fw, offloaded, copied = _rebuild_forward(
         fw, functions["forward"], num_fwd_outputs, layouts, saved_names)
     names = [saved_names[i] for i in offloaded]
     for name in names:
@@ -459,13 +415,5 @@ def rebuild_step(
         raise RebuildError(
             f"forward offloads {sorted(names)} but backward loads {sorted(bw_fn.host_args)}"
         )
-    # The saved values whose offload backward waits for, in saved order, as
-    # forward returns their sources.
-    in_flight = [name for name in names if name in bw_fn.future_args]
-    if len(in_flight) != num_in_flight:
-        raise RebuildError(
-            f"forward leaves {num_in_flight} offloads in flight, but backward "
-            f"waits for {sorted(bw_fn.future_args)}")
-    new_bw = _rebuild_backward(bw, fw, bw_fn, traced, copied, layouts, dropped,
-                               sources_at, in_flight)
+    new_bw = _rebuild_backward(bw, fw, bw_fn, traced, copied, layouts, dropped)
     return new_fw, new_bw, names

@@ -12,22 +12,6 @@
 // PLAN: for the --plan option: 'Hidden' is not one of all, hidden, budget
 // PASS-PLAN: for the --plan option: 'some' is not one of all, hidden, budget
 
-// offload-waits-in-backward only means something with release=at-wait (with
-// release=after-copy no offload wait holds memory or stalls): the passes that
-// place copies, and the pipeline, refuse it otherwise.
-// RUN: not offload-opt %s -offload-schedule-copies="offload-waits-in-backward=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WAITS
-// RUN: not offload-opt %s -offload-schedule-copies="offload-waits-in-backward=true release=after-copy" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WAITS
-// RUN: not offload-opt %s -offload-plan="plan=hidden offload-waits-in-backward=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WAITS
-// RUN: not offload-opt %s --offload-activations="offload-waits-in-backward=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-WAITS
-// RUN: not offload-opt %s --offload-activations="plan=hidden offload-waits-in-backward=true release=after-copy" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-WAITS
-// WAITS: error: offload-waits-in-backward needs release=at-wait: with release=after-copy no offload wait holds memory or stalls
-// PIPELINE-WAITS: error: option offload-waits-in-backward needs release=at-wait: with release=after-copy no offload wait holds memory or stalls
-// With release=at-wait the pipeline hands the option to offload-plan and
-// offload-schedule-copies.
-// RUN: offload-opt %s --offload-activations="plan=hidden release=at-wait offload-waits-in-backward=true" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE-WAITS-ON
-// PIPELINE-WAITS-ON: offload-plan{{.*}} offload-waits-in-backward=true
-// PIPELINE-WAITS-ON: offload-schedule-copies{{.*}} offload-waits-in-backward=true
-
 // The enums print back by name in the pass pipeline.
 // RUN: offload-opt %s --offload-activations="plan=hidden release=at-wait report=json report-file=%t.json" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
 // PIPELINE: offload-plan{{.*}} plan=hidden

@@ -64,10 +64,6 @@ struct ExecutionModel {
   /// of its copy time more than the model needs: slack for a link or a
   /// compute stream that runs off the model. The memory bounds stay.
   double loadLead = 0;
-  /// With Release::AtWait: an offload still in flight at the end of forward
-  /// may be waited in backward (forward returns its future), as late as the
-  /// predicted peak allows (StepModel::sinkOffloadWaitsIntoBackward).
-  bool offloadWaitsInBackward = false;
   /// With scheduled copies: copies of fewer bytes than this issued at one
   /// point move as one transfer (StepModel::coalesceCopies); 0: never.
   int64_t coalesceBelow = 0;
@@ -219,19 +215,6 @@ public:
   /// Returns simulate() of the plan it leaves.
   SimulationResult scheduleLoads(CopyPlan &plan,
                                  int64_t maxInflightBytes) const;
-
-  /// With ExecutionModel::offloadWaitsInBackward (and Release::AtWait):
-  /// moves the wait of each offload in `plan` waited at the end of forward
-  /// into backward, latest-ending copy first, as far as the bytes its source
-  /// keeps live leave the predicted peak where it was, never past an op a
-  /// wait may not cross nor past the issue of a load of the value (the load
-  /// reads the host copy the wait yields). `current` is simulate() of
-  /// `plan`; returns simulate() of the plan it leaves. For a copy that ends
-  /// after forward's compute, forward then no longer stalls for it: the
-  /// wait comes where its memory is needed. planFor and
-  /// offload-schedule-copies call it after placing the loads.
-  SimulationResult sinkOffloadWaitsIntoBackward(CopyPlan &plan,
-                                                SimulationResult current) const;
 
   SimulationResult simulate(const CopyPlan &plan) const;
 

@@ -93,13 +93,6 @@ struct OffloadPipelineOptions
                      "transfer (offload.offload_group_start, "
                      "offload.load_group_start)"),
       llvm::cl::init(defaults::kCoalesceBelow)};
-  PassOptions::Option<bool> offloadWaitsInBackward{
-      *this, "offload-waits-in-backward",
-      llvm::cl::desc("With release=at-wait and schedule=true: wait for an "
-                     "offload still in flight at the end of forward in "
-                     "backward, where its memory is needed (forward returns "
-                     "the copy's future)"),
-      llvm::cl::init(false)};
   PassOptions::Option<std::string> deviceProfile{
       *this, "device-profile",
       llvm::cl::desc("JSON device profile for the cost model"),

@@ -252,11 +252,6 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
            "Copies smaller than this (a byte size; 0: none) issued at one "
            "point become one offload_group_start or load_group_start">,
-    Option<"offloadWaitsInBackward", "offload-waits-in-backward", "bool",
-           /*default=*/"false",
-           "With release=at-wait: an offload still in flight at the end of "
-           "forward may be waited in backward, where its memory is needed "
-           "(forward returns the copy's future as the saved value)">,
     Option<"useRecorded", "use-recorded", "bool", /*default=*/"true",
            "Place copies where offload-plan recorded them, if it did; "
            "false: derive the placements with this pass's options (the "
@@ -329,11 +324,6 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
            /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
            "In-flight load bytes limit the prediction assumes">,
-    Option<"offloadWaitsInBackward", "offload-waits-in-backward", "bool",
-           /*default=*/"false",
-           "With release=at-wait: predict an offload still in flight at the "
-           "end of forward waited in backward, where its memory is needed, "
-           "as offload-schedule-copies places it with this option">,
     Option<"coalesceBelow", "coalesce-below", "std::string",
            /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
            "Predict copies smaller than this (a byte size; 0: none) issued "

@@ -493,35 +493,3 @@ def test_default_device_profile_is_the_one_measured_on_this_gpu(monkeypatch, tmp
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert bridge.default_device_profile() is None  # warned once
-
-
-@pytest.mark.parametrize("kind", ["mlp", "lm"])
-def test_offloads_waited_in_backward_stay_bit_identical(offload_mlir, kind, tmp_path):
-    # A link so slow that no offload ends before forward does: each is waited
-    # in backward (offload-waits-in-backward), where forward returns its
-    # future and the rebuilt graphs pass its device source along.
-    profile = tmp_path / "slow-link.json"
-    profile.write_text('{"name": "slow-link", "d2h_GBps": 0.001, '
-                       '"h2d_GBps": 0.001, "both_ways_GBps": 0.002}')
-    baseline = _train(kind, "inductor")
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
-        result = _train(kind, offload_mlir.backend(
-            min_bytes=0, plan="all", device_profile=str(profile)))
-    _assert_bit_identical(baseline, result)
-    report = offload_mlir.last_report()
-    assert report["fallback"] is None and report["offloaded"], report
-    waited = [e for step in report["pipeline"]["steps"] for e in step["saved"]
-              if "offload_wait_before" in e]
-    assert waited, "no offload was waited in backward"
-    stats = offload_mlir.runtime_stats()
-    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
-
-    # Without the option every offload is waited in forward.
-    _train(kind, offload_mlir.backend(min_bytes=0, plan="all", device_profile=str(profile),
-                                      offload_waits_in_backward=False), steps=1)
-    report = offload_mlir.last_report()
-    assert report["fallback"] is None and report["offloaded"], report
-    assert not [e for step in report["pipeline"]["steps"] for e in step["saved"]
-                if "offload_wait_before" in e]

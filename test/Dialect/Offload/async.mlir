@@ -83,7 +83,7 @@ func.func @waited_twice(%x: tensor<4xf32>) {
 // -----
 
 func.func @future_returned(%x: tensor<4xf32>) -> !offload.future<tensor<4xf32, #offload.host>> {
-  // expected-error @+1 {{future may only be read by 'offload.wait', or returned by a forward function for backward to wait, not by 'func.return'}}
+  // expected-error @+1 {{future may only be read by 'offload.wait', not by 'func.return'}}
   %f = offload.offload_start %x : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
   return %f : !offload.future<tensor<4xf32, #offload.host>>
 }

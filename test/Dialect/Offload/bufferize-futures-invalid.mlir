@@ -53,7 +53,7 @@ func.func @waited_twice_through_a_cast(%s: memref<8xf32, #offload.host>) {
 // -----
 
 func.func @future_read_by_another_op(%s: memref<8xf32, #offload.host>) {
-  // expected-error @+1 {{future may only be read by 'offload.wait', or returned by a forward function for backward to wait, not by 'bufferization.clone'}}
+  // expected-error @+1 {{future may only be read by 'offload.wait', not by 'bufferization.clone'}}
   %g = offload.load_start %s : memref<8xf32, #offload.host> -> !offload.buffer_future<memref<8xf32>>
   %w = offload.wait %g : !offload.buffer_future<memref<8xf32>>
   %c = "bufferization.clone"(%g) : (!offload.buffer_future<memref<8xf32>>) -> !offload.buffer_future<memref<8xf32>>

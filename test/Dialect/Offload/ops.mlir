@@ -46,32 +46,3 @@ func.func @backward(%s: tensor<4xf32, #offload.host>, %g: tensor<4xf32>) -> tens
   %1 = arith.mulf %0, %g : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
-
-// An offload still in flight when forward returns (offload-waits-in-backward):
-// forward returns the copy's future as a saved result, and backward's
-// argument of that type is waited once, before the value's load.
-// CHECK-LABEL: func @forward_in_flight
-// CHECK-SAME: -> (tensor<4xf32>, !offload.future<tensor<4xf32, #offload.host>>)
-// CHECK-SAME: attributes {offload.backward = @backward_in_flight, offload.num_outputs = 1 : i64}
-// CHECK: %[[F:.*]] = offload.offload_start %{{.*}} : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
-// CHECK: return %{{.*}}, %[[F]] : tensor<4xf32>, !offload.future<tensor<4xf32, #offload.host>>
-// CHECK-LABEL: func @backward_in_flight
-// CHECK-SAME: (%[[S:.*]]: !offload.future<tensor<4xf32, #offload.host>>, %{{.*}}: tensor<4xf32>)
-// CHECK: %[[H:.*]] = offload.wait %[[S]] : !offload.future<tensor<4xf32, #offload.host>>
-// CHECK: offload.load_to_gpu %[[H]] : tensor<4xf32, #offload.host> -> tensor<4xf32>
-// GENERIC: "func.return"(%{{.*}}, %{{.*}}) : (tensor<4xf32>, !offload.future<tensor<4xf32, #offload.host>>) -> ()
-// GENERIC: "offload.wait"(%{{.*}}) : (!offload.future<tensor<4xf32, #offload.host>>) -> tensor<4xf32, #offload.host>
-func.func @forward_in_flight(%x: tensor<4xf32>) -> (tensor<4xf32>, !offload.future<tensor<4xf32, #offload.host>>)
-    attributes {offload.backward = @backward_in_flight, offload.num_outputs = 1 : i64} {
-  %0 = math.exp %x : tensor<4xf32>
-  %f = offload.offload_start %0 : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
-  %1 = math.exp %0 : tensor<4xf32>
-  return %1, %f : tensor<4xf32>, !offload.future<tensor<4xf32, #offload.host>>
-}
-func.func @backward_in_flight(%s: !offload.future<tensor<4xf32, #offload.host>>, %g: tensor<4xf32>) -> tensor<4xf32> {
-  %a = math.exp %g : tensor<4xf32>
-  %h = offload.wait %s : !offload.future<tensor<4xf32, #offload.host>>
-  %0 = offload.load_to_gpu %h : tensor<4xf32, #offload.host> -> tensor<4xf32>
-  %1 = arith.mulf %0, %a : tensor<4xf32>
-  return %1 : tensor<4xf32>
-}

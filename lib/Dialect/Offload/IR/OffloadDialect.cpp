@@ -173,8 +173,6 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
       return failure();
     if (!forward.isExternal() && failed(verifyHostValueUses(forward.getFunctionBody())))
       return failure();
-    if (!forward.isExternal() && failed(verifySavedFutures(*step)))
-      return failure();
     FunctionOpInterface backward = step->getBackward();
     if (!backward.isExternal() &&
         failed(verifyHostValueUses(backward.getFunctionBody())))

@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
-#include "offload/Dialect/Offload/IR/TrainingStep.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -70,32 +69,15 @@ static bool isFutureCast(Operation *op) {
          isa<FutureLikeType>(op->getResult(0).getType());
 }
 
-/// True if `user` is the return of a training step's forward function and
-/// `op` is in its body: a future returned there is a saved value that
-/// backward waits for (TrainingStep::verifySavedFutures checks that side).
-static bool isForwardReturn(Operation *user, Operation *op) {
-  return user->hasTrait<OpTrait::IsTerminator>() &&
-         user->getBlock() == op->getBlock() &&
-         TrainingStep::isForward(user->getParentOp());
-}
-
 /// A future is waited at most once, by an `offload.wait` in the block that
 /// started the copy; nothing else may read it, except the casts that forward
-/// it while bufferization runs (their waits count as the future's). With
-/// `mayCross` (an offload's future), forward may instead return it as a
-/// saved value, which backward then waits for; that counts as its wait.
-/// Returns how many waits it has (0 or 1).
-static FailureOr<unsigned> verifyFutureUses(Operation *op, Value future,
-                                            bool mayCross) {
+/// it while bufferization runs (their waits count as the future's). Returns
+/// how many waits it has (0 or 1).
+static FailureOr<unsigned> verifyFutureUses(Operation *op, Value future) {
   unsigned waits = 0;
   SmallVector<Value> forwarded = {future};
   while (!forwarded.empty()) {
     for (Operation *user : forwarded.pop_back_val().getUsers()) {
-      bool crosses = isForwardReturn(user, op);
-      if (crosses && !mayCross)
-        return op->emitOpError()
-               << "future of a load is returned: a load must be waited in "
-                  "the block that starts it";
       if (user->getBlock() != op->getBlock())
         return op->emitOpError()
                << "future must be waited in the block that starts the copy";
@@ -103,10 +85,9 @@ static FailureOr<unsigned> verifyFutureUses(Operation *op, Value future,
         forwarded.push_back(user->getResult(0));
         continue;
       }
-      if (!crosses && !isa<WaitOp>(user))
+      if (!isa<WaitOp>(user))
         return op->emitOpError()
-               << "future may only be read by 'offload.wait', or returned by "
-                  "a forward function for backward to wait, not by '"
+               << "future may only be read by 'offload.wait', not by '"
                << user->getName() << "'";
       if (++waits > 1)
         return op->emitOpError() << "future is waited more than once";
@@ -219,7 +200,7 @@ static LogicalResult verifyOffloadCopy(Operation *op, Value source,
       failed(verifyContiguousSource(op, source.getType())) ||
       failed(verifyConsumedSource(op, source, releaseSource)))
     return failure();
-  return verifyFutureUses(op, future, /*mayCross=*/true);
+  return verifyFutureUses(op, future);
 }
 
 /// One host-to-device copy `op` starts; returns how often it is waited.
@@ -230,7 +211,7 @@ static FailureOr<unsigned> verifyLoadCopy(Operation *op, Value source,
           cast<FutureLikeType>(future.getType()).getValueType())) ||
       failed(verifyHostBufferLayout(op, source.getType())))
     return failure();
-  return verifyFutureUses(op, future, /*mayCross=*/false);
+  return verifyFutureUses(op, future);
 }
 
 LogicalResult OffloadStartOp::verify() {

@@ -7,8 +7,6 @@
 #include "offload/Dialect/Offload/IR/TrainingStep.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/RegionKindInterface.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -160,57 +158,6 @@ Value TrainingStep::getSavedValue(unsigned i) const {
 
 BlockArgument TrainingStep::getBackwardArgument(unsigned i) const {
   return backward.getArgument(i);
-}
-
-LogicalResult mlir::offload::verifySavedFutures(const TrainingStep &step) {
-  FunctionOpInterface forward = step.getForward();
-  for (auto [index, type] : llvm::enumerate(forward.getResultTypes())) {
-    auto future = dyn_cast<FutureLikeType>(type);
-    if (!future)
-      continue;
-    if (index < step.getNumOutputs())
-      return forward.emitError()
-             << "result #" << index << " is a future, but only saved results "
-             << "(past '" << OffloadDialect::kNumOutputsAttrName
-             << "') may carry a copy in flight to backward";
-    if (!isHostResident(future.getValueType()))
-      return forward.emitError()
-             << "saved result #" << index << " is the future of a load; only "
-             << "offloads may be waited for in backward";
-    FunctionOpInterface backward = step.getBackward();
-    if (backward.isExternal())
-      continue;
-    BlockArgument arg =
-        step.getBackwardArgument(index - step.getNumOutputs());
-    unsigned waits = 0;
-    SmallVector<Value> forwarded = {arg};
-    while (!forwarded.empty()) {
-      for (Operation *user : forwarded.pop_back_val().getUsers()) {
-        if (user->getBlock() != arg.getOwner())
-          return user->emitOpError()
-                 << "reads saved future #" << arg.getArgNumber()
-                 << " outside the entry block of backward, which must wait "
-                    "for it";
-        if (isa<bufferization::ToTensorOp, bufferization::ToBufferOp,
-                UnrealizedConversionCastOp>(user) &&
-            user->getNumResults() == 1) {
-          forwarded.push_back(user->getResult(0));
-          continue;
-        }
-        if (!isa<WaitOp>(user))
-          return user->emitOpError()
-                 << "reads saved future #" << arg.getArgNumber()
-                 << "; only one 'offload.wait' may read it";
-        ++waits;
-      }
-    }
-    if (waits != 1)
-      return backward.emitError()
-             << "argument #" << arg.getArgNumber() << " is a future of an "
-             << "offload forward started; backward must wait for it exactly "
-             << "once, but waits " << waits << " times";
-  }
-  return success();
 }
 
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {

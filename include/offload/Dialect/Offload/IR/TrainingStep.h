@@ -66,15 +66,6 @@ private:
   unsigned numOutputs;
 };
 
-/// Checks the futures that cross from forward to backward: a forward result
-/// of `!offload.future` (or `!offload.buffer_future`) type is a saved value
-/// whose offload is still in flight when forward returns. It must be a saved
-/// result, not an output, its value host-resident (only offloads cross), and
-/// backward must wait for it exactly once, with one `offload.wait` in its
-/// entry block that nothing else besides bufferization's casts reads it
-/// through. Emits an error at the offending location otherwise.
-LogicalResult verifySavedFutures(const TrainingStep &step);
-
 /// Checks that every host-resident value in `region` is read only by
 /// `offload.load_to_gpu`, `offload.load_start`, a terminator, or a call;
 /// emits an error at the first offending user otherwise.
