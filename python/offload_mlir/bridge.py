@@ -172,7 +172,7 @@ class OffloadOptions:
 # Device profiles measured with offload_mlir.calibrate and shipped with the
 # package, by a part of the GPU's name. A GPU none of them names is planned
 # with the compiler's built-in defaults (an H100 PCIe), with a warning.
-_PACKAGED_PROFILES = {"H100": "h100.json"}
+_PACKAGED_PROFILES = {"H100": "h100.json", "H200": "h200.json"}
 _warned_unprofiled: set[str] = set()
 
 

@@ -484,6 +484,8 @@ def test_default_device_profile_is_the_one_measured_on_this_gpu(monkeypatch, tmp
     monkeypatch.setattr(bridge, "_warned_unprofiled", set())
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
     assert bridge.default_device_profile().endswith(os.path.join("profiles", "h100.json"))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    assert bridge.default_device_profile().endswith(os.path.join("profiles", "h200.json"))
     monkeypatch.setattr(bridge, "_PACKAGED_PROFILES",
                         {"H100": "h100.json", "Z9": "no-such-profile.json"})
     for name in ("NVIDIA Z9", "Some GPU"):
