@@ -202,9 +202,8 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     in stream order (a framework's caching allocator, whose buffers the
     compiled graph may reuse right after their last use) keep the source
     alive until this wait and release it there. With `release=at-wait`
-    each wait then goes further down, latest first, toward the first op
-    predicted to start 5% later than the copy's end (counted from the start
-    of the step), as far as the bytes it keeps live leave the predicted peak
+    each wait then goes further down, latest first, up to the end of
+    forward, as far as the bytes it keeps live leave the predicted peak
     unchanged: slack for a forward that runs faster than predicted, paid for
     with memory only where the peak is not.
 
