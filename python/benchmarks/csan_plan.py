@@ -285,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
             json.dump({"args": vars(args), "variants": results}, f, indent=1)
     clean = (results["offload"]["exit_code"] == 0 and results["offload"]["csan_reports"] == 0
              and off is not None and off["moved"]["loads"] > 0)
+    if args.sanitize and not args.drop:
+        # The sanitizer must have run, and must catch the dropped load waits:
+        # otherwise a clean run says nothing.
+        control = results["control: load waits dropped"]
+        clean = clean and off["sanitized_steps"] > 0 and control["csan_reports"] > 0
     return 0 if clean else 1
 
 

@@ -35,9 +35,15 @@ for stage in $stages; do
     smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
              --configs inductor,all --steps 4 --warmup 2 \
              --out "$OUT/bridge-small" 2>&1 | tee "$OUT/smoke.log" ;;
-    csan)  BRIDGE_SANITIZE_AFTER_COMPILE=1 python3 $B $SMALL --configs aot_eager,offload-aot_eager \
-             --steps 3 --warmup 1 --out "$OUT/bridge-csan" 2>&1 | tee "$OUT/csan.log"
-           grep -c "CSAN detected" "$OUT/csan.log" | sed 's/^/CSAN reports: /' ;;
+    csan)  # The bridge's plan under PyTorch's CUDA sanitizer: the rebuilt graphs
+           # op by op, each copy as a PyTorch stream copy (csan_plan.py says what
+           # that covers); exits non-zero on a report, or if the control with
+           # the loads' waits dropped is not caught.
+           PYTHONPATH=python python3 python/benchmarks/csan_plan.py \
+             --out "$OUT/csan-plan-small.json" 2>&1 | tee "$OUT/csan.log"
+           PYTHONPATH=python python3 python/benchmarks/csan_plan.py --hidden 4096 --heads 32 \
+             --kv-heads 8 --ffn 14336 --vocab 128256 --batch 8 --seq 1024 --layers 2 \
+             --out "$OUT/csan-plan-8b-2layers.json" 2>&1 | tee -a "$OUT/csan.log" ;;
     stress) # Every copy held on its stream (OFFLOAD_RT_COPY_DELAY_US) and every
             # loaded buffer poisoned first: bit-identical gradients mean no
             # consumer ran before its load's wait and no source was reused before
