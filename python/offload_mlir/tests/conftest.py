@@ -21,3 +21,20 @@ def offload_opt():
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
     pytest.skip("offload-opt not built")
+
+
+@pytest.fixture(scope="session")
+def offload_mlir():
+    """The package with the bridge's libraries loaded (the copy ops and the
+    pipeline's C API); skips without them, except under CI."""
+    try:
+        import offload_mlir
+        from offload_mlir import capi, ops
+
+        ops.load_library()
+        capi.version()
+    except (OSError, FileNotFoundError, ImportError) as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"bridge libraries not built: {e}")
+    return offload_mlir

@@ -28,21 +28,6 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYTHON_DIR = os.path.dirname(os.path.dirname(_HERE))
 
 
-@pytest.fixture(scope="module")
-def offload_mlir():
-    try:
-        import offload_mlir
-        from offload_mlir import capi, ops
-
-        ops.load_library()
-        capi.version()
-    except (OSError, FileNotFoundError, ImportError) as e:
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"bridge libraries not built: {e}")
-    return offload_mlir
-
-
 class MLP(nn.Module):
     def __init__(self):
         super().__init__()
