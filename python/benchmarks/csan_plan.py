@@ -69,7 +69,8 @@ class StreamCopies:
             self.d2h = torch.cuda.Stream(device)
             self.h2d = torch.cuda.Stream(device)
         # The event each copy records when it is done, by the data pointer of
-        # the buffer the graph later waits with.
+        # the buffer it fills (the host buffer of an offload, the device
+        # buffer of a load): what the graph's wait names it by.
         self.done: dict[int, Any] = {}
         self.moved = {"d2h_bytes": 0, "h2d_bytes": 0, "offloads": 0, "loads": 0}
 
@@ -84,7 +85,7 @@ class StreamCopies:
             dst.copy_(src, non_blocking=True)
             done = torch.cuda.Event()
             done.record(stream)
-        self.done[dst.data_ptr() if dst.is_cuda else src.data_ptr()] = done
+        self.done[dst.data_ptr()] = done
 
     def _wait(self, key: int, op: str) -> None:
         done = self.done.pop(key, None)
@@ -100,7 +101,7 @@ class StreamCopies:
         return host
 
     def offload_wait(self, host, src, after):
-        self._wait(src.data_ptr(), "offload_wait")
+        self._wait(host.data_ptr(), "offload_wait")
 
     def load_start(self, host, size, stride, dtype, device, after):
         dst = torch.empty_strided(size, stride, dtype=dtype, device=device)
