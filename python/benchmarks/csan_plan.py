@@ -206,19 +206,13 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _child(args: argparse.Namespace, extra: list[str]) -> tuple[int, dict | None, str]:
+    """Runs one variant in a process of its own: this script with the same
+    arguments (the child reads only the model's and the plan's) and `extra`."""
     out = os.path.join(args.work, f"child-{len(os.listdir(args.work))}.json")
-    cmd = [sys.executable, __file__, "--child", "--result", out, *extra, *_model_argv(args)]
+    cmd = [sys.executable, __file__, *args.argv, "--child", "--result", out, *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     result = json.load(open(out)) if p.returncode == 0 and os.path.exists(out) else None
     return p.returncode, result, p.stdout + p.stderr
-
-
-def _model_argv(args: argparse.Namespace) -> list[str]:
-    return ["--device", args.device, "--dtype", args.dtype, "--hidden", str(args.hidden),
-            "--heads", str(args.heads), "--kv-heads", str(args.kv_heads), "--ffn", str(args.ffn),
-            "--layers", str(args.layers), "--vocab", str(args.vocab), "--batch", str(args.batch),
-            "--seq", str(args.seq), "--steps", str(args.steps), "--plan", args.plan,
-            "--min-bytes", str(args.min_bytes)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--result", help=argparse.SUPPRESS)
     p.add_argument("--no-offload", dest="offload", action="store_false", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     args.sanitize = args.device == "cuda"
 
     if args.child:
@@ -256,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     args.work = args.work or tempfile.mkdtemp(prefix="csan-plan-")
-    drops = ["--drop=" + d for d in args.drop]
-    variants = [("no offload", ["--no-offload"]), ("offload", drops)]
+    variants = [("no offload", ["--no-offload"]), ("offload", [])]
     if not args.drop and args.device == "cuda":
         variants += [("control: load waits dropped", ["--drop=load_wait"]),
                      ("control: offload waits dropped", ["--drop=offload_wait"])]
