@@ -14,7 +14,8 @@ writes a JSON file and a markdown table.
 
 Configurations: `inductor` (plain torch.compile), `hidden` (the bridge's
 default plan), `all`, `budget=<fraction or size>`, and `aot_eager` /
-`offload-aot_eager` (the bridge with no code generation; for the sanitizer).
+`offload-aot_eager` (the bridge with no code generation). The sanitizer run
+is python/benchmarks/csan_plan.py.
 """
 
 from __future__ import annotations
@@ -105,14 +106,6 @@ def run_one(args: argparse.Namespace) -> dict:
     dump = os.environ.get("BRIDGE_DUMP_CODE")
     for i in range(args.steps):
         tokens = data[i % 2].cuda()
-        if i == 1 and os.environ.get("BRIDGE_SANITIZE_AFTER_COMPILE") == "1":
-            # Dynamo does not compile under the sanitizer's dispatch mode, so
-            # it is switched on once the step is compiled: with aot_eager the
-            # compiled graphs then run every ATen and offload op through the
-            # dispatcher, where the sanitizer checks their streams.
-            import torch.cuda._sanitizer as csan
-
-            csan.enable_cuda_sanitizer()
         if i == args.warmup:
             if config not in ("inductor", "aot_eager"):
                 offload_mlir.reset_runtime_stats()
