@@ -79,6 +79,7 @@ import bisect
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -1306,9 +1307,14 @@ def table(doc: dict) -> str:
 
 def plot(doc: dict, path: str) -> bool:
     """Peak allocated memory against step time, one point per row, with
-    offload-mlir's rows joined as a frontier. False if matplotlib is absent."""
+    offload-mlir's rows joined as a frontier: every row on a logarithmic
+    time axis, and beside it the compiled rows within 1.15x of their run's
+    `compile`, against that ratio (where the compiled peers and the targets
+    lie, and where their labels would otherwise overprint). Points carry
+    numbers; the key names their rows. False if matplotlib is absent."""
     try:
         import matplotlib
+        import matplotlib.ticker
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -1318,39 +1324,75 @@ def plot(doc: dict, path: str) -> bool:
     # it is the compile baseline again.
     ok, seen = [], set()
     for r in doc["results"]:
-        if "error" not in r and not r.get("superseded") and r["row"] not in seen:
+        if "error" not in r and r["row"] not in seen:
             seen.add(r["row"])
             if not r.get("fallback"):
                 ok.append(r)
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    placed: list[tuple[float, float]] = []
-    for r in ok:
-        ours = r["family"] == "offload-mlir"
-        x, y = r["step_s_median"] * 1e3, r["peak_allocated_bytes"] / GiB
-        ax.scatter(x, y, marker="o" if r["compiled"] else "s",
-                   color="tab:red" if ours else "tab:gray", zorder=3)
-        # Labels of points that nearly coincide are stacked, not overprinted.
-        near = sum(1 for px, py in placed if abs(px - x) < 40 and abs(py - y) < 0.4)
-        placed.append((x, y))
-        ax.annotate(r["row"], (x, y), fontsize=7, xytext=(5, 3 - 9 * near),
-                    textcoords="offset points")
-    ours = sorted(((r["step_s_median"] * 1e3, r["peak_allocated_bytes"] / GiB)
-                   for r in ok if r["family"] == "offload-mlir"))
-    frontier, best = [], float("inf")
-    for x, y in ours:  # the points no other offload-mlir point beats on both axes
-        if y < best:
-            frontier.append((x, y))
-            best = y
-    if len(frontier) > 1:
-        ax.plot(*zip(*frontier), color="tab:red", zorder=2, label="offload-mlir frontier")
-        ax.legend(loc="upper right")
+    numbered = list(enumerate(ok, 1))
+    near = []
+    for i, r in numbered:
+        base, _ = baseline_of(doc["results"], r)
+        if r["compiled"] and base is not None:
+            ratio = r["step_s_median"] / base["step_s_median"]
+            if ratio <= 1.15:
+                near.append((i, r, ratio))
+
+    fig, (ax_all, ax_near, ax_key) = plt.subplots(
+        1, 3, figsize=(15, 5.5), gridspec_kw={"width_ratios": [1, 1, 0.75]})
+    panels = ((ax_all, [(i, r, r["step_s_median"] * 1e3) for i, r in numbered]),
+              (ax_near, near))
+    for ax, points in panels:
+        placed: list[tuple[float, float]] = []
+        xs = [x for _, _, x in points] or [1.0]
+        ys = [r["peak_allocated_bytes"] / GiB for _, r, _ in points] or [1.0]
+        # The x distance that counts as near: a fraction of the panel's
+        # range, in logarithms on the left (a ratio of 1 would give none).
+        dx = max(max(xs) / min(xs), 1.0 + 1e-9) if ax is ax_all else (max(xs) - min(xs)) or 1.0
+        dy = (max(ys) - min(ys)) or 1.0
+        for i, r, x in points:
+            y = r["peak_allocated_bytes"] / GiB
+            ax.scatter(x, y, marker="o" if r["compiled"] else "s",
+                       color="tab:red" if r["family"] == "offload-mlir" else "tab:gray",
+                       zorder=3)
+            # Numbers of points that nearly coincide are stacked, not overprinted.
+            stacked = sum(
+                1 for px, py in placed
+                if (abs(math.log(px / x)) < 0.05 * math.log(dx) if ax is ax_all
+                    else abs(px - x) < 0.05 * dx) and abs(py - y) < 0.04 * dy)
+            placed.append((x, y))
+            ax.annotate(str(i), (x, y), fontsize=7, xytext=(4, 2 - 8 * stacked),
+                        textcoords="offset points")
+        ours = sorted((x, r["peak_allocated_bytes"] / GiB)
+                      for _, r, x in points if r["family"] == "offload-mlir")
+        frontier, best = [], float("inf")
+        for x, y in ours:  # the points no other offload-mlir point beats on both axes
+            if y < best:
+                frontier.append((x, y))
+                best = y
+        if len(frontier) > 1:
+            ax.plot(*zip(*frontier), color="tab:red", zorder=2, label="offload-mlir frontier")
+            ax.legend(loc="upper right", fontsize=8)
+        ax.set_ylabel("peak allocated GPU memory (GiB)")
+        ax.grid(True, which="both", alpha=0.3)
+    times = [r["step_s_median"] for r in ok] or [1.0]
+    if max(times) > 3 * min(times):  # eager peers up to several times the baseline
+        ax_all.set_xscale("log")
+        ax_all.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax_all.xaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
+        ax_all.tick_params(axis="x", which="minor", labelsize=7)
+        ax_all.set_xlabel("median step time (ms, logarithmic)")
+    else:
+        ax_all.set_xlabel("median step time (ms)")
+    ax_all.set_title("every row; squares eager, circles compiled", fontsize=9)
+    ax_near.set_xlabel("median step time / compile's in the same run")
+    ax_near.set_title("compiled rows within 1.15x of compile", fontsize=9)
+    ax_key.axis("off")
+    ax_key.text(0, 1, "\n".join(f"{i:>2}  {r['row']}" for i, r in numbered),
+                va="top", ha="left", fontsize=6.5, family="monospace",
+                transform=ax_key.transAxes)
     a = doc["args"]
-    ax.set_xlabel("median step time (ms)")
-    ax.set_ylabel("peak allocated GPU memory (GiB)")
-    ax.set_title(f"{a['config']} ({a['layers']} layers, {a['dtype']}), "
-                 f"{doc.get('device_name', a['device'])}; squares eager, circles compiled",
-                 fontsize=9)
-    ax.grid(True, alpha=0.3)
+    fig.suptitle(f"{a['config']} ({a['layers']} layers, {a['dtype']}), "
+                 f"{doc.get('device_name', a['device'])}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
