@@ -143,6 +143,39 @@ def test_cpu_rows_train_and_compare(tmp_path):
     assert merged.with_suffix(".png").stat().st_size > 10_000
 
 
+def test_optimizer_runs_measure_forward_and_backward_beside_the_prediction(tmp_path):
+    """With AdamW the planner still predicts forward and backward only: the
+    row measures them on their own too, and counts the optimizer's state,
+    which is resident outside the graphs, so the table can set like beside
+    like."""
+    _require_bridge()
+    out = tmp_path / "adamw"
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--optimizer", "adamw", "--rows", "compile,offload-mlir:plan=all:min_bytes=0",
+         "--steps", "2", "--warmup", "1", "--out", str(out)],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.with_suffix(".json").read_text())
+    rows = {r["row"]: r for r in doc["results"]}
+    r = rows["offload-mlir:plan=all:min_bytes=0"]
+    assert r["vs_baseline"]["grads_identical"] and r["vs_baseline"]["losses_identical"]
+    fb = r["forward_backward"]
+    assert 0 < fb["step_s_median"] <= r["step_s_median"]
+    assert fb["peak_allocated_bytes"] is None  # no allocator statistics on the CPU
+    # AdamW keeps two moments per parameter (and a step count each).
+    cfg = bench.CONFIGS["tiny"]
+    from offload_mlir import models
+    model = models.LlamaLM(models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
+                                              kv_heads=cfg["kv_heads"], ffn=cfg["ffn"]),
+                           cfg["layers"], cfg["seq"], cfg["vocab"], device="cpu",
+                           dtype=torch.float32)
+    params = list(model.parameters())
+    moments = 2 * sum(p.numel() * p.element_size() for p in params)
+    assert moments <= fb["optimizer_state_bytes"] <= moments + 8 * len(params)
+    assert "measured forward and backward:" in out.with_suffix(".md").read_text()
+
+
 def test_trace_figures_from_a_chrome_trace(tmp_path):
     # A kernel, a D2H copy that outlives it, and the next kernel: the copy is
     # exposed between the two kernels, and the report names both ends.
