@@ -1,6 +1,6 @@
 """Measure this machine's GPU and write the device profile the cost model reads.
 
-    python -m offload_mlir.calibrate -o profile.json           # ~25 s on an H100
+    python -m offload_mlir.calibrate -o profile.json           # ~1 minute on an H100
     python -m offload_mlir.calibrate --quick -o profile.json   # ~12 s
     offload-opt ... --offload-activations="device-profile=profile.json"
     torch.compile(model, backend=offload_mlir.backend(device_profile="profile.json"))
@@ -97,6 +97,11 @@ class Plan:
     repeats: int
     warmup: int
     spin_s: float  # GEMMs run this long first, so clocks and power settle
+    # Each GEMM runs back to back this long and is timed in the second half
+    # (the attention runs this long right before its samples): a training
+    # step holds the GPU at its power limit, and the gaps between short
+    # sample sets would let the clocks boost again.
+    sustain_s: float
 
 
 def plan_for(device_type: str, quick: bool) -> Plan:
@@ -117,6 +122,7 @@ def plan_for(device_type: str, quick: bool) -> Plan:
             repeats=3 if quick else 5,
             warmup=1,
             spin_s=0.0,
+            sustain_s=0.0,
         )
     if quick:
         return Plan(
@@ -134,6 +140,7 @@ def plan_for(device_type: str, quick: bool) -> Plan:
             repeats=5,
             warmup=2,
             spin_s=0.5,
+            sustain_s=0.2,
         )
     return Plan(
         copy_bytes=256 * MiB,
@@ -150,6 +157,7 @@ def plan_for(device_type: str, quick: bool) -> Plan:
         repeats=30,
         warmup=3,
         spin_s=5.0,
+        sustain_s=0.5,
     )
 
 
@@ -317,6 +325,27 @@ class Device:
                 one = self._time_calls(fn, 1, issue_s)[0]
                 repeats = max(3, min(repeats, int(budget_s / max(one, 1e-9))))
             return self._time_calls(fn, repeats, issue_s)
+
+    def time_sustained(self, fn: Callable[[], Any], seconds: float) -> List[float]:
+        """Seconds per call of fn() under sustained load (CUDA only): the calls
+        run back to back for about `seconds`, the host queueing ahead of the
+        device with no hold or wait between them, and an event marks each
+        window of about 10 ms of calls. The samples are the windows of the
+        second half, once the clocks have settled under the load."""
+        fn()  # the first call may choose and load its kernel
+        one = statistics.median(self._time_calls(fn, 3, 1e-3))
+        per_window = max(1, round(0.01 / max(one, 1e-9)))
+        windows = max(8, round(seconds / (per_window * max(one, 1e-9))))
+        marks = [self.event()]
+        marks[0].record()
+        for _ in range(windows):
+            for _ in range(per_window):
+                fn()
+            marks.append(self.event())
+            marks[-1].record()
+        marks[-1].synchronize()
+        per_call = [a.elapsed_time(b) * 1e-3 / per_window for a, b in zip(marks, marks[1:])]
+        return per_call[len(per_call) // 2:]
 
     def _time_calls(self, fn, count: int, issue_s: float) -> List[float]:
         if not self.is_cuda:
@@ -632,6 +661,29 @@ def spin(dev: Device, seconds: float) -> Dict[str, Any]:
     return {"seconds": time.perf_counter() - t0, "gemms_8192^3": calls}
 
 
+def sustain(dev: Device, fn: Callable[[], Any], seconds: float) -> int:
+    """Queues fn() back to back for about `seconds` of device time and
+    returns the number of calls, without waiting for them: the timing that
+    follows on the same stream starts when they end, with the clocks and
+    power where a training step's sustained load holds them (an H100 at its
+    700 W limit runs a bf16 GEMM about 10% slower after a second of it than
+    in its first 100 ms, docs/calibrate.md). For the attention, whose
+    samples time forward and backward apart; GEMMs use
+    Device.time_sustained."""
+    if seconds <= 0 or not dev.is_cuda:
+        return 0
+    fn()  # the first call may choose and load its kernel
+    start, end = dev.event(), dev.event()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    calls = max(1, int(seconds / max(start.elapsed_time(end) * 1e-3, 1e-6)))
+    for _ in range(calls):
+        fn()
+    return calls
+
+
 def _gemm_dims(kind: str, m: int, k: int, n: int) -> Tuple[int, int, int]:
     """(rows, inner, cols) of one of a linear layer's three products."""
     return {"fwd": (m, k, n), "dgrad": (m, n, k), "wgrad": (n, m, k)}[kind]
@@ -689,8 +741,11 @@ def measure_gemm(dev: Device, plan: Plan, dtype_name: str) -> Result:
     for label, m, k, n in shapes:
         for kind in plan.gemm_kinds:
             call = _gemm_call(dev, dtype_name, kind, m, k, n)
-            samples = dev.time_each(call, repeats=plan.repeats, warmup=plan.warmup,
-                                    budget_s=plan.gemm_budget_s)
+            if plan.sustain_s > 0 and dev.is_cuda:
+                samples = dev.time_sustained(call, plan.sustain_s)
+            else:
+                samples = dev.time_each(call, repeats=plan.repeats, warmup=plan.warmup,
+                                        budget_s=plan.gemm_budget_s)
             del call
             dev.release()
             flops = 2.0 * m * k * n
@@ -704,7 +759,11 @@ def measure_gemm(dev: Device, plan: Plan, dtype_name: str) -> Result:
     rate = total_flops / total_seconds / 1e12
     details = {"products": products, "total_flops": total_flops,
                "total_median_s": total_seconds, "TFLOPs": rate,
-               "method": "sum of FLOPs / sum of median times (FLOP-weighted)"}
+               "method": "sum of FLOPs / sum of median times (FLOP-weighted); "
+                         + (f"each product run back to back for {plan.sustain_s} s, its "
+                            "samples the ~10 ms windows of the second half (sustained "
+                            "clocks)" if plan.sustain_s > 0 and dev.is_cuda else
+                            "samples timed one call each")}
     return {f"{dtype_name}_TFLOPs": rate}, details
 
 
@@ -750,6 +809,7 @@ def measure_attention(dev: Device, plan: Plan) -> Result:
         torch.autograd.grad(out, (q, k, v), grad_out)
         return mid
 
+    sustained_calls = sustain(dev, step, plan.sustain_s)
     issue_s = math.inf  # the host's time to issue one step
     for _ in range(plan.warmup):
         t0 = time.perf_counter()
@@ -778,7 +838,7 @@ def measure_attention(dev: Device, plan: Plan) -> Result:
     rate = (fwd_flops + bwd_flops) / (t_fwd + t_bwd) / 1e12
     details = {
         "shape_BHSD": [b, h, s, d], "dtype": "bf16", "causal": True,
-        "sdpa_backend": backend,
+        "sdpa_backend": backend, "sustained_calls_before": sustained_calls,
         "forward": dict(_stats(fwd), flops=fwd_flops, TFLOPs=fwd_flops / t_fwd / 1e12),
         "backward": dict(_stats(bwd), flops=bwd_flops, TFLOPs=bwd_flops / t_bwd / 1e12),
         "TFLOPs": rate,
@@ -1009,13 +1069,16 @@ def run_calibration(torch, device: str, quick: bool, name: Optional[str],
     measure("link", measure_link, dev, plan, link)
     # A step's copies share the GPU with its kernels: where they are slower
     # then, those rates are the profile's (the idle ones stay in details).
+    # The GEMMs beside the copies must run at sustained clocks from their
+    # first round, or their slowing under load would read as interference.
+    details["spin"] = {"before_link_under_compute": spin(dev, plan.spin_s)}
     measure("link_under_compute", measure_link_under_compute, dev, plan, link,
             optional_key="link_under_compute")
     measure("copy_latency", measure_copy_latency, dev, plan, link)
     del link
     dev.release()
 
-    details["spin"] = spin(dev, plan.spin_s)
+    details["spin"]["before_gemms"] = spin(dev, plan.spin_s)
     for dtype_name in ("bf16", "f16", "f8", "f32", "f64"):
         if dtype_name == "f8":
             reason = f8_unsupported_reason(dev)

@@ -183,3 +183,74 @@ def test_every_profile_key_is_one_the_compiler_reads(offload_opt, tmp_path):
     predicted = json.loads(proc.stdout)["steps"][0]["predicted"]
     assert predicted["device"] == "all-keys"
     assert predicted["interference_seconds_after"] > 0
+
+
+def test_sustain_queues_calls_for_the_time_asked():
+    """Before the attention's samples, `sustain` queues it back to back for
+    about the time asked (one timed call after a first one sets the count),
+    and on the CPU queues nothing: there are no clocks to settle there."""
+    clock = {"ms": 0.0, "calls": 0}
+
+    class Event:
+        def record(self):
+            self.at = clock["ms"]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, later):
+            return later.at - self.at
+
+    class FakeGpu:
+        is_cuda = True
+
+        def event(self):
+            return Event()
+
+    def product():  # 2 ms of device time each
+        clock["ms"] += 2.0
+        clock["calls"] += 1
+
+    assert calibrate.sustain(FakeGpu(), product, 0.1) == 50
+    assert clock["calls"] == 52  # a first call, the timed one, then the 50 queued
+    assert calibrate.sustain(FakeGpu(), product, 0.0) == 0
+
+    class Cpu:
+        is_cuda = False
+
+    assert calibrate.sustain(Cpu(), product, 1.0) == 0
+    assert clock["calls"] == 52
+
+
+def test_time_sustained_keeps_the_windows_after_the_clocks_settle():
+    """GEMMs are timed under sustained load: calls back to back for the time
+    asked, an event every ~10 ms of calls, and only the second half's
+    windows kept. Here the device slows after its first 40 ms, as a GPU at
+    its power limit does: the samples are the slow rate."""
+    clock = {"ms": 0.0, "calls": 0}
+
+    class Event:
+        def record(self):
+            self.at = clock["ms"]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, later):
+            return later.at - self.at
+
+    class FakeGpu:
+        def event(self):
+            return Event()
+
+        def _time_calls(self, fn, count, issue_s):
+            return [2e-3] * count  # what a call takes with the clocks up
+
+    def product():
+        clock["ms"] += 2.0 if clock["ms"] < 40 else 2.2
+        clock["calls"] += 1
+
+    samples = calibrate.Device.time_sustained(FakeGpu(), product, 0.2)
+    assert len(samples) == 10  # 20 windows of 5 calls, the second half
+    assert samples == pytest.approx([2.2e-3] * 10)
+    assert clock["calls"] == 1 + 100
