@@ -185,41 +185,53 @@ def test_every_profile_key_is_one_the_compiler_reads(offload_opt, tmp_path):
     assert predicted["interference_seconds_after"] > 0
 
 
+class FakeGpu:
+    """A GPU whose device time is `ms`, which the fake products advance, and
+    whose events read it; `calls` counts the products run."""
+
+    is_cuda = True
+
+    def __init__(self):
+        self.ms, self.calls = 0.0, 0
+
+    def event(self):
+        gpu = self
+
+        class Event:
+            def record(self):
+                self.at = gpu.ms
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, later):
+                return later.at - self.at
+
+        return Event()
+
+    def _time_calls(self, fn, count, issue_s):
+        return [2e-3] * count  # what a call takes with the clocks up
+
+
 def test_sustain_queues_calls_for_the_time_asked():
     """Before the attention's samples, `sustain` queues it back to back for
     about the time asked (one timed call after a first one sets the count),
     and on the CPU queues nothing: there are no clocks to settle there."""
-    clock = {"ms": 0.0, "calls": 0}
-
-    class Event:
-        def record(self):
-            self.at = clock["ms"]
-
-        def synchronize(self):
-            pass
-
-        def elapsed_time(self, later):
-            return later.at - self.at
-
-    class FakeGpu:
-        is_cuda = True
-
-        def event(self):
-            return Event()
+    gpu = FakeGpu()
 
     def product():  # 2 ms of device time each
-        clock["ms"] += 2.0
-        clock["calls"] += 1
+        gpu.ms += 2.0
+        gpu.calls += 1
 
-    assert calibrate.sustain(FakeGpu(), product, 0.1) == 50
-    assert clock["calls"] == 52  # a first call, the timed one, then the 50 queued
-    assert calibrate.sustain(FakeGpu(), product, 0.0) == 0
+    assert calibrate.sustain(gpu, product, 0.1) == 50
+    assert gpu.calls == 52  # a first call, the timed one, then the 50 queued
+    assert calibrate.sustain(gpu, product, 0.0) == 0
 
     class Cpu:
         is_cuda = False
 
     assert calibrate.sustain(Cpu(), product, 1.0) == 0
-    assert clock["calls"] == 52
+    assert gpu.calls == 52
 
 
 def test_time_sustained_keeps_the_windows_after_the_clocks_settle():
@@ -227,30 +239,13 @@ def test_time_sustained_keeps_the_windows_after_the_clocks_settle():
     asked, an event every ~10 ms of calls, and only the second half's
     windows kept. Here the device slows after its first 40 ms, as a GPU at
     its power limit does: the samples are the slow rate."""
-    clock = {"ms": 0.0, "calls": 0}
-
-    class Event:
-        def record(self):
-            self.at = clock["ms"]
-
-        def synchronize(self):
-            pass
-
-        def elapsed_time(self, later):
-            return later.at - self.at
-
-    class FakeGpu:
-        def event(self):
-            return Event()
-
-        def _time_calls(self, fn, count, issue_s):
-            return [2e-3] * count  # what a call takes with the clocks up
+    gpu = FakeGpu()
 
     def product():
-        clock["ms"] += 2.0 if clock["ms"] < 40 else 2.2
-        clock["calls"] += 1
+        gpu.ms += 2.0 if gpu.ms < 40 else 2.2
+        gpu.calls += 1
 
-    samples = calibrate.Device.time_sustained(FakeGpu(), product, 0.2)
+    samples = calibrate.Device.time_sustained(gpu, product, 0.2)
     assert len(samples) == 10  # 20 windows of 5 calls, the second half
     assert samples == pytest.approx([2.2e-3] * 10)
-    assert clock["calls"] == 1 + 100
+    assert gpu.calls == 1 + 100
