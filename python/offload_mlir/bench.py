@@ -1364,11 +1364,12 @@ def plot(doc: dict, path: str) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    # One point per row, the first run's. A fallback row ran untransformed:
-    # it is the compile baseline again.
+    # One point per row, the first run's, unless a later run superseded it
+    # (marked in the data). A fallback row ran untransformed: it is the
+    # compile baseline again.
     ok, seen = [], set()
     for r in doc["results"]:
-        if "error" not in r and r["row"] not in seen:
+        if "error" not in r and not r.get("superseded") and r["row"] not in seen:
             seen.add(r["row"])
             if not r.get("fallback"):
                 ok.append(r)
