@@ -90,17 +90,8 @@ def test_checksum_sees_order_and_bits():
     assert bench._grad_checksum(torch, a)[0] != bench._grad_checksum(torch, b)[0]
 
 
-def _require_bridge():
-    """Skips the test when the bridge's libraries are not built."""
-    capi = pytest.importorskip("offload_mlir.capi")
-    try:
-        capi.version()
-    except Exception as e:  # pragma: no cover - bridge not built
-        pytest.skip(f"bridge libraries not built: {e}")
-
-
+@pytest.mark.usefixtures("offload_mlir")
 def test_cpu_rows_train_and_compare(tmp_path):
-    _require_bridge()
     out = tmp_path / "tiny"
     rows = ("eager,checkpoint,layer-group:min_bytes=0,compile,"
             "offload-mlir:plan=all:min_bytes=0,torchtune")
@@ -143,12 +134,12 @@ def test_cpu_rows_train_and_compare(tmp_path):
     assert merged.with_suffix(".png").stat().st_size > 10_000
 
 
+@pytest.mark.usefixtures("offload_mlir")
 def test_optimizer_runs_measure_forward_and_backward_beside_the_prediction(tmp_path):
     """With AdamW the planner still predicts forward and backward only: the
     row measures them on their own too, and counts the optimizer's state,
     which is resident outside the graphs, so the table can set like beside
     like."""
-    _require_bridge()
     out = tmp_path / "adamw"
     proc = subprocess.run(
         [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
@@ -336,8 +327,8 @@ def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
         [1.01, 1.02, 1.0])
 
 
+@pytest.mark.usefixtures("offload_mlir")
 def test_paired_rows_interleave_in_one_process(tmp_path):
-    _require_bridge()
     out = tmp_path / "paired"
     proc = subprocess.run(
         [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
@@ -372,8 +363,8 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
                       "offload-mlir:partition.ban_recompute_materialized_backward=0")
 
 
+@pytest.mark.usefixtures("offload_mlir")
 def test_paired_repeat_pools_processes(tmp_path):
-    _require_bridge()
     out = tmp_path / "pooled"
     proc = subprocess.run(
         [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
@@ -422,10 +413,10 @@ def test_paired_table_shows_device_time_per_stretch():
     assert "| backward | 60.0 ms | 69.0 ms | 1.1500x | 15.0 / 34.5 ms |" in text
 
 
+@pytest.mark.usefixtures("offload_mlir")
 def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     """Not torch's process-wide setting: so a paired compile row without a
     budget runs without one."""
-    _require_bridge()
     backend = bench._offload_mlir_backend(bench.parse_row("offload-mlir:amb=0.7:plan=all"))
     assert backend.options.recompute_budget == 0.7 and backend.options.plan == "all"
     assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
