@@ -884,17 +884,19 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
             begin.record()
         loss = forward(tokens[:, :-1], tokens[:, 1:])
         loss.backward()
-        fwd_bwd = None
+        fwd_bwd = None  # (seconds, peak bytes or None) of forward and backward
         if opt is not None:
             if events:
                 end.record()
-                fwd_bwd = (lambda: begin.elapsed_time(end) / 1e3, torch.cuda.max_memory_allocated())
+                peak_at_backward = torch.cuda.max_memory_allocated()
             else:
-                t = time.perf_counter() - t0
-                fwd_bwd = (lambda: t, None)
+                fwd_bwd = (time.perf_counter() - t0, None)
             opt.step()
         sync()
-        return time.perf_counter() - t0, loss, fwd_bwd
+        dt = time.perf_counter() - t0
+        if events:
+            fwd_bwd = (begin.elapsed_time(end) / 1e3, peak_at_backward)
+        return dt, loss, fwd_bwd
 
     times, losses, first_step_s = [], [], 0.0
     fwd_bwd_times, fwd_bwd_peak = [], 0
@@ -913,7 +915,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
             if device == "cuda":
                 peak = max(peak, torch.cuda.max_memory_allocated())
             if fwd_bwd is not None:
-                fwd_bwd_times.append(fwd_bwd[0]())
+                fwd_bwd_times.append(fwd_bwd[0])
                 fwd_bwd_peak = max(fwd_bwd_peak, fwd_bwd[1] or 0)
     result: dict[str, Any] = {
         "row": row.name, "family": fam, "compiled": row.compiled, "baseline": row.baseline,
