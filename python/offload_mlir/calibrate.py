@@ -738,10 +738,11 @@ def measure_gemm(dev: Device, plan: Plan, dtype_name: str) -> Result:
     products = []
     total_flops = 0.0
     total_seconds = 0.0
+    sustained = plan.sustain_s > 0 and dev.is_cuda
     for label, m, k, n in shapes:
         for kind in plan.gemm_kinds:
             call = _gemm_call(dev, dtype_name, kind, m, k, n)
-            if plan.sustain_s > 0 and dev.is_cuda:
+            if sustained:
                 samples = dev.time_sustained(call, plan.sustain_s)
             else:
                 samples = dev.time_each(call, repeats=plan.repeats, warmup=plan.warmup,
@@ -762,7 +763,7 @@ def measure_gemm(dev: Device, plan: Plan, dtype_name: str) -> Result:
                "method": "sum of FLOPs / sum of median times (FLOP-weighted); "
                          + (f"each product run back to back for {plan.sustain_s} s, its "
                             "samples the ~10 ms windows of the second half (sustained "
-                            "clocks)" if plan.sustain_s > 0 and dev.is_cuda else
+                            "clocks)" if sustained else
                             "samples timed one call each")}
     return {f"{dtype_name}_TFLOPs": rate}, details
 
