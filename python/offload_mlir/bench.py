@@ -33,8 +33,10 @@ unless `--no-deterministic`. Rows (`--rows`, comma-separated):
                            and Transformer Engine (below), offloading layers
                            0..K-1 (default: all but the last), eager
     offload-mlir[:k=v...]  torch.compile(backend=offload_mlir.backend(...)), with
-                           `plan=`, `budget=`, `schedule=`, `min_bytes=` passed
-                           to the backend and `amb=` setting Inductor's
+                           `plan=`, `budget=`, `schedule=`, `min_bytes=`,
+                           `load_lead=` passed to the backend, `profile=PATH`
+                           as its device_profile (default: the packaged one
+                           for this GPU), and `amb=` setting Inductor's
                            recompute budget (activation_memory_budget)
     compile:amb=X          torch.compile with that recompute budget alone
     ...:partition.NAME=V   (compile and offload-mlir rows) torch._functorch.config.NAME
@@ -164,7 +166,7 @@ _FAMILIES = {
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
-                                   "load_lead")),
+                                   "load_lead", "profile")),
 }
 
 
@@ -185,6 +187,8 @@ def parse_row(spec: str) -> Row:
         elif not eq or key not in allowed:
             raise ValueError(f"row {spec!r}: {family} takes "
                              f"{', '.join(k + '=' for k in allowed) or 'no options'}")
+        elif key == "profile" and not os.path.isfile(value):
+            raise ValueError(f"row {spec!r}: no device profile at {value!r}")
         options[key] = value
     return Row(spec, family, compiled, options, needs_cuda)
 
@@ -252,6 +256,8 @@ def _offload_mlir_backend(row: Row):
             except ValueError:
                 pass  # a size string such as "20GiB"
         kw[key] = value
+    if "profile" in row.options:
+        kw["device_profile"] = row.options["profile"]
     if "amb" in row.options:
         kw["recompute_budget"] = float(row.options["amb"])
     if config := _partitioner_config(row):

@@ -426,6 +426,22 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     assert backend.options.partitioner_config == (("ban_recompute_materialized_backward", False),)
 
 
+@pytest.mark.usefixtures("offload_mlir")
+def test_offload_mlir_rows_plan_with_the_profile_they_name(tmp_path):
+    """`profile=PATH` is the backend's device_profile, so two profiles'
+    plans can run paired in one process; a missing file is refused when
+    the row is parsed, not after the baseline has compiled."""
+    profile = tmp_path / "other.json"
+    profile.write_text("{}")
+    row = bench.parse_row(f"offload-mlir:profile={profile}:budget=0.9")
+    assert row.grad_baseline == "compile"  # the profile changes the plan, not the partition
+    backend = bench._offload_mlir_backend(row)
+    assert backend.options.device_profile == str(profile)
+    assert backend.options.resolved_device_profile() == str(profile)
+    with pytest.raises(ValueError, match="no device profile at"):
+        bench.parse_row(f"offload-mlir:profile={tmp_path / 'missing.json'}")
+
+
 def test_queued_by_calls_names_the_stream_work_before_each_gap():
     kernels = [(0, 10, "a"), (15, 20, "b"), (30, 40, "c"), (45, 50, "d")]
     launched = [1.0, 12.0, 13.0, 14.0]
