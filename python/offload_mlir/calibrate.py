@@ -478,6 +478,83 @@ def measure_link(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
     return profile, details
 
 
+@dataclass
+class CopyRounds:
+    """What `copy_rounds` measured beside one kernel load."""
+    spans: Dict[str, List[float]]  # d2h, h2d, both_ways: first copy's start to last end
+    alone: List[float]  # kernel seconds of each round without copies
+    beside: List[Tuple[float, float]]  # (kernel seconds, copy seconds summed over streams)
+
+    @property
+    def interference(self) -> float:
+        """Kernel time added per second of copy beside it: the median over
+        the rounds with copies of (their kernel time less the median round
+        without) / their copy time; 0 where the copies slowed nothing."""
+        kernels_alone = statistics.median(self.alone)
+        per_copy = [(k - kernels_alone) / t for k, t in self.beside if t > 0]
+        return max(0.0, statistics.median(per_copy)) if per_copy else 0.0
+
+
+def copy_rounds(dev: Device, link: LinkBuffers, kernel: Callable[[], Any], count: int,
+                nbytes: int, copies: int, repeats: int,
+                host_queue_s: float = 0.0) -> CopyRounds:
+    """Rounds of `count` calls of kernel() queued on the compute stream, then
+    `copies` copies of `nbytes` on the copy streams: each direction alone
+    and both at once, and a round without copies before each of those
+    three (CUDA only). One warm-up round first.
+
+    Kernels short enough for the host to fall behind them need
+    `host_queue_s`, about how long the host takes to queue the round's
+    calls: the compute stream is then held that long (twice, plus 1 ms)
+    before them, and the copies wait for the kernels' start, so both run
+    at the device's pace."""
+    torch = dev.torch
+    main = torch.cuda.current_stream(dev.device)
+
+    def round_trip(directions) -> Tuple[float, float, float]:
+        """(copy span from the first start to the last end, the queued
+        kernels' time, the copies' time summed over the streams)."""
+        k_start, k_end = dev.event(), dev.event()
+        held = host_queue_s > 0 and dev.hold_for(host_queue_s) is not None
+        k_start.record(main)
+        for _ in range(count):
+            kernel()
+        k_end.record(main)
+        starts, ends = [], []
+        for stream, copy in directions:
+            with torch.cuda.stream(stream):
+                if held:
+                    stream.wait_event(k_start)
+                start, end = dev.event(), dev.event()
+                start.record(stream)
+                for _ in range(copies):
+                    copy()
+                end.record(stream)
+            starts.append(start)
+            ends.append(end)
+        main.wait_stream(link.d2h_stream)
+        main.wait_stream(link.h2d_stream)
+        dev.synchronize()
+        kernels = k_start.elapsed_time(k_end) * 1e-3
+        if not directions:
+            return 0.0, kernels, 0.0
+        span = max(starts[0].elapsed_time(end) for end in ends) * 1e-3
+        transfer = sum(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e-3
+        return span, kernels, transfer
+
+    d2h = [(link.d2h_stream, link.d2h(nbytes))]
+    h2d = [(link.h2d_stream, link.h2d(nbytes))]
+    round_trip(d2h + h2d)  # warm-up
+    rounds = CopyRounds({"d2h": [], "h2d": [], "both_ways": []}, [], [])
+    for _ in range(repeats):
+        rounds.alone.append(round_trip([])[1])
+        for key, directions in (("d2h", d2h), ("h2d", h2d), ("both_ways", d2h + h2d)):
+            span, kernels, transfer = round_trip(directions)
+            rounds.spans[key].append(span)
+            rounds.beside.append((kernels, transfer))
+    return rounds
+
+
 def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
     """Copy rates while the compute stream works, as a training step's copies
     run: once under bf16 GEMMs, once under memory-bound elementwise kernels
@@ -511,64 +588,20 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
         "gemm": (lambda: torch.mm(a, b, out=c), int(2 * link_s / gemm_s) + 1),
         "elementwise": (lambda: torch.add(x, y, out=z), int(2 * link_s / add_s) + 1),
     }
-    main = torch.cuda.current_stream(dev.device)
-
-    def round_trip(load, directions) -> Tuple[float, float, float]:
-        """(copy span from the first start to the last end, the queued
-        kernels' time, the copies' time summed over the streams)."""
-        kernel, count = load
-        k_start, k_end = dev.event(), dev.event()
-        k_start.record(main)
-        for _ in range(count):
-            kernel()
-        k_end.record(main)
-        starts, ends = [], []
-        for stream, copy in directions:
-            with torch.cuda.stream(stream):
-                start, end = dev.event(), dev.event()
-                start.record(stream)
-                for _ in range(copies):
-                    copy()
-                end.record(stream)
-            starts.append(start)
-            ends.append(end)
-        main.wait_stream(link.d2h_stream)
-        main.wait_stream(link.h2d_stream)
-        dev.synchronize()
-        kernels = k_start.elapsed_time(k_end) * 1e-3
-        if not directions:
-            return 0.0, kernels, 0.0
-        span = max(starts[0].elapsed_time(end) for end in ends) * 1e-3
-        transfer = sum(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e-3
-        return span, kernels, transfer
-
-    d2h = [(link.d2h_stream, link.d2h(n))]
-    h2d = [(link.h2d_stream, link.h2d(n))]
     moved = copies * n
     repeats = max(2, plan.repeats - 1)
     details: Dict[str, Any] = {}
     rates: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
     interference: List[float] = []
-    for load_name, load in loads.items():
-        round_trip(load, d2h + h2d)  # warm-up
-        samples: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
-        alone: List[float] = []  # kernel time of a round without copies
-        beside: List[Tuple[float, float]] = []  # (kernel time, transfer time)
-        for _ in range(repeats):
-            alone.append(round_trip(load, [])[1])
-            for key, directions in (("d2h", d2h), ("h2d", h2d), ("both_ways", d2h + h2d)):
-                span, kernels, transfer = round_trip(load, directions)
-                samples[key].append(span)
-                beside.append((kernels, transfer))
-        kernels_alone = statistics.median(alone)
-        per_transfer = [(k - kernels_alone) / t for k, t in beside if t > 0]
-        interference.append(max(0.0, statistics.median(per_transfer)))
-        for key, values in samples.items():
+    for load_name, (kernel, count) in loads.items():
+        rounds = copy_rounds(dev, link, kernel, count, n, copies, repeats)
+        interference.append(rounds.interference)
+        for key, values in rounds.spans.items():
             total = moved * (2 if key == "both_ways" else 1)
             rates[key].append(total / statistics.median(values) / 1e9)
-        details[load_name] = {key: _stats(value) for key, value in samples.items()}
-        details[load_name]["kernels_queued_per_round"] = load[1]
-        details[load_name]["kernel_seconds_without_copies"] = _stats(alone)
+        details[load_name] = {key: _stats(value) for key, value in rounds.spans.items()}
+        details[load_name]["kernels_queued_per_round"] = count
+        details[load_name]["kernel_seconds_without_copies"] = _stats(rounds.alone)
         details[load_name]["copy_interference"] = _sig(interference[-1])
     profile = {
         "d2h_GBps": min(rates["d2h"]),
