@@ -8,7 +8,8 @@ more than the 0.014-0.018 calibrated. This script runs the calibration's
 rounds (`calibrate.copy_rounds`: kernels queued on the compute stream, then
 4 copies of 256 MiB each way on the copy streams, one direction and both)
 beside several loads shaped like the step's kernels, and prints each load's
-interference with the copy rates beside it:
+interference (over all its rounds, and per direction: D2H alone, H2D
+alone, both at once) with the copy rates beside it:
 
     PYTHONPATH=python python3 python/benchmarks/copy_interference.py --out ci.json
 
@@ -91,6 +92,16 @@ def call_seconds(dev, fn, calls: int = 50) -> tuple[float, float]:
     return start.elapsed_time(end) * 1e-3 / calls, host_s / calls
 
 
+def table_row(r: dict) -> str:
+    """One load's line of the printed table, from its result."""
+    rates, by = r["GBps"], r["interference_by_direction"]
+    return (f"| {r['load']}{' (host-paced)' if r['host_paced'] else ''} "
+            f"| {r['call_s'] * 1e3:.3f} ms ({r['host_call_s'] * 1e3:.3f} ms) "
+            f"| {r['calls_per_round']} | {r['interference']:.4f} | "
+            + " | ".join(f"{by[d]:.4f}" for d in calibrate.COPY_DIRECTIONS)
+            + f" | {rates['d2h']:.1f} / {rates['h2d']:.1f} / {rates['both_ways']:.1f} |")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--copy-mib", type=int, default=256, help="each of the 4 copies per direction")
@@ -110,8 +121,9 @@ def main() -> int:
     results = []
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; "
           f"4 x {args.copy_mib} MiB each way beside each load, {args.repeats} rounds")
-    print("| load | one call | calls per round | interference | D2H GB/s | H2D GB/s | both GB/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| load | one call (host) | calls per round | interference: all | D2H | H2D | both ways "
+          "| GB/s D2H / H2D / both |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, fn in loads(torch, dev.device).items():
         if args.only and not any(s in name for s in args.only.split(",")):
             continue
@@ -123,14 +135,17 @@ def main() -> int:
         rates = {key: (4 * nbytes * (2 if key == "both_ways" else 1)
                        / statistics.median(spans) / 1e9)
                  for key, spans in rounds.spans.items()}
+        by_direction = {d: rounds.interference(d) for d in calibrate.COPY_DIRECTIONS}
+        # Where the host queues a call more slowly than the device runs it, the
+        # hold runs out mid-round and the kernels run at the host's pace.
+        host_paced = host > one
         results.append({"load": name, "call_s": one, "host_call_s": host,
-                        "calls_per_round": count,
-                        "interference": rounds.interference, "GBps": rates,
+                        "host_paced": host_paced, "calls_per_round": count,
+                        "interference": rounds.interference(),
+                        "interference_by_direction": by_direction, "GBps": rates,
                         "kernel_seconds_alone": rounds.alone,
                         "beside": rounds.beside, "spans": rounds.spans})
-        print(f"| {name} | {one * 1e3:.3f} ms | {count} | {rounds.interference:.4f} | "
-              f"{rates['d2h']:.1f} | {rates['h2d']:.1f} | {rates['both_ways']:.1f} |",
-              flush=True)
+        print(table_row(results[-1]), flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,

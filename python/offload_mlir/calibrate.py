@@ -478,20 +478,26 @@ def measure_link(dev: Device, plan: Plan, link: LinkBuffers) -> Result:
     return profile, details
 
 
+COPY_DIRECTIONS = ("d2h", "h2d", "both_ways")
+
+
 @dataclass
 class CopyRounds:
-    """What `copy_rounds` measured beside one kernel load."""
-    spans: Dict[str, List[float]]  # d2h, h2d, both_ways: first copy's start to last end
+    """What `copy_rounds` measured beside one kernel load, per direction
+    (d2h, h2d, both_ways)."""
+    spans: Dict[str, List[float]]  # first copy's start to last end, per round
     alone: List[float]  # kernel seconds of each round without copies
-    beside: List[Tuple[float, float]]  # (kernel seconds, copy seconds summed over streams)
+    # (kernel seconds, copy seconds summed over the streams), per round
+    beside: Dict[str, List[Tuple[float, float]]]
 
-    @property
-    def interference(self) -> float:
+    def interference(self, direction: Optional[str] = None) -> float:
         """Kernel time added per second of copy beside it: the median over
-        the rounds with copies of (their kernel time less the median round
-        without) / their copy time; 0 where the copies slowed nothing."""
+        the rounds with copies (of one direction, or all) of (their kernel
+        time less the median round without) / their copy time; 0 where the
+        copies slowed nothing."""
         kernels_alone = statistics.median(self.alone)
-        per_copy = [(k - kernels_alone) / t for k, t in self.beside if t > 0]
+        rounds = [r for d, rs in self.beside.items() if direction in (None, d) for r in rs]
+        per_copy = [(k - kernels_alone) / t for k, t in rounds if t > 0]
         return max(0.0, statistics.median(per_copy)) if per_copy else 0.0
 
 
@@ -545,13 +551,13 @@ def copy_rounds(dev: Device, link: LinkBuffers, kernel: Callable[[], Any], count
     d2h = [(link.d2h_stream, link.d2h(nbytes))]
     h2d = [(link.h2d_stream, link.h2d(nbytes))]
     round_trip(d2h + h2d)  # warm-up
-    rounds = CopyRounds({"d2h": [], "h2d": [], "both_ways": []}, [], [])
+    rounds = CopyRounds({d: [] for d in COPY_DIRECTIONS}, [], {d: [] for d in COPY_DIRECTIONS})
     for _ in range(repeats):
         rounds.alone.append(round_trip([])[1])
-        for key, directions in (("d2h", d2h), ("h2d", h2d), ("both_ways", d2h + h2d)):
+        for key, directions in zip(COPY_DIRECTIONS, (d2h, h2d, d2h + h2d)):
             span, kernels, transfer = round_trip(directions)
             rounds.spans[key].append(span)
-            rounds.beside.append((kernels, transfer))
+            rounds.beside[key].append((kernels, transfer))
     return rounds
 
 
@@ -595,7 +601,7 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
     interference: List[float] = []
     for load_name, (kernel, count) in loads.items():
         rounds = copy_rounds(dev, link, kernel, count, n, copies, repeats)
-        interference.append(rounds.interference)
+        interference.append(rounds.interference())
         for key, values in rounds.spans.items():
             total = moved * (2 if key == "both_ways" else 1)
             rates[key].append(total / statistics.median(values) / 1e9)
@@ -603,6 +609,10 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
         details[load_name]["kernels_queued_per_round"] = count
         details[load_name]["kernel_seconds_without_copies"] = _stats(rounds.alone)
         details[load_name]["copy_interference"] = _sig(interference[-1])
+        # Not in the profile, which has one figure: the rounds of each
+        # direction on their own (loads may slow kernels more than offloads).
+        details[load_name]["copy_interference_by_direction"] = {
+            d: _sig(rounds.interference(d)) for d in COPY_DIRECTIONS}
     profile = {
         "d2h_GBps": min(rates["d2h"]),
         "h2d_GBps": min(rates["h2d"]),

@@ -253,13 +253,17 @@ def test_time_sustained_keeps_the_windows_after_the_clocks_settle():
 
 def test_copy_interference_is_kernel_time_added_per_second_of_copy():
     """The median over rounds with copies of (kernel time - the median round
-    without) / copy time; never below 0, as a copy cannot speed kernels up."""
+    without) / copy time, over every direction or one; never below 0, as a
+    copy cannot speed kernels up."""
     rounds = calibrate.CopyRounds(
         spans={"d2h": [0.02], "h2d": [0.02], "both_ways": [0.025]},
         alone=[0.100, 0.101, 0.099],
-        beside=[(0.1004, 0.020), (0.1002, 0.020), (0.1010, 0.040)])
+        beside={"d2h": [(0.1004, 0.020)], "h2d": [(0.1002, 0.020)],
+                "both_ways": [(0.1010, 0.040)]})
     # (0.0004/0.02, 0.0002/0.02, 0.0010/0.04) = (0.02, 0.01, 0.025)
-    assert rounds.interference == pytest.approx(0.02)
-    faster = calibrate.CopyRounds(spans={}, alone=[0.1], beside=[(0.099, 0.02)])
-    assert faster.interference == 0.0
-    assert calibrate.CopyRounds(spans={}, alone=[0.1], beside=[]).interference == 0.0
+    assert rounds.interference() == pytest.approx(0.02)
+    assert rounds.interference("h2d") == pytest.approx(0.01)
+    assert rounds.interference("both_ways") == pytest.approx(0.025)
+    faster = calibrate.CopyRounds(spans={}, alone=[0.1], beside={"d2h": [(0.099, 0.02)]})
+    assert faster.interference() == 0.0
+    assert calibrate.CopyRounds(spans={}, alone=[0.1], beside={}).interference() == 0.0
