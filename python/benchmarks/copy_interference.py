@@ -29,7 +29,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
@@ -38,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from offload_mlir import calibrate  # noqa: E402
 
 MiB = 1 << 20
+COPIES = 4  # per direction and round, as the calibration copies
 
 
 def loads(torch, device):
@@ -104,7 +104,8 @@ def table_row(r: dict) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--copy-mib", type=int, default=256, help="each of the 4 copies per direction")
+    p.add_argument("--copy-mib", type=int, default=256,
+                   help=f"each of the {COPIES} copies per direction")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--load-ms", type=float, default=60.0,
                    help="kernel time queued per round (outlasts the copies)")
@@ -120,7 +121,7 @@ def main() -> int:
     nbytes = args.copy_mib * MiB
     results = []
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; "
-          f"4 x {args.copy_mib} MiB each way beside each load, {args.repeats} rounds")
+          f"{COPIES} x {args.copy_mib} MiB each way beside each load, {args.repeats} rounds")
     print("| load | one call (host) | calls per round | interference: all | D2H | H2D | both ways "
           "| GB/s D2H / H2D / both |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -130,11 +131,9 @@ def main() -> int:
         one, host = call_seconds(dev, fn)
         count = max(1, math.ceil(args.load_ms * 1e-3 / one))
         calibrate.spin(dev, args.spin)
-        rounds = calibrate.copy_rounds(dev, link, fn, count, nbytes, 4, args.repeats,
+        rounds = calibrate.copy_rounds(dev, link, fn, count, nbytes, COPIES, args.repeats,
                                        host_queue_s=count * host)
-        rates = {key: (4 * nbytes * (2 if key == "both_ways" else 1)
-                       / statistics.median(spans) / 1e9)
-                 for key, spans in rounds.spans.items()}
+        rates = {d: rounds.rate_GBps(d) for d in calibrate.COPY_DIRECTIONS}
         by_direction = {d: rounds.interference(d) for d in calibrate.COPY_DIRECTIONS}
         # Where the host queues a call more slowly than the device runs it, the
         # hold runs out mid-round and the kernels run at the host's pace.

@@ -485,6 +485,7 @@ COPY_DIRECTIONS = ("d2h", "h2d", "both_ways")
 class CopyRounds:
     """What `copy_rounds` measured beside one kernel load, per direction
     (d2h, h2d, both_ways)."""
+    bytes_per_direction: int  # moved each way in one round
     spans: Dict[str, List[float]]  # first copy's start to last end, per round
     alone: List[float]  # kernel seconds of each round without copies
     # (kernel seconds, copy seconds summed over the streams), per round
@@ -499,6 +500,12 @@ class CopyRounds:
         rounds = [r for d, rs in self.beside.items() if direction in (None, d) for r in rs]
         per_copy = [(k - kernels_alone) / t for k, t in rounds if t > 0]
         return max(0.0, statistics.median(per_copy)) if per_copy else 0.0
+
+    def rate_GBps(self, direction: str) -> float:
+        """The link's rate beside the kernels: the bytes of one round (both
+        directions' for both_ways) over its median span."""
+        moved = self.bytes_per_direction * (2 if direction == "both_ways" else 1)
+        return moved / statistics.median(self.spans[direction]) / 1e9
 
 
 def copy_rounds(dev: Device, link: LinkBuffers, kernel: Callable[[], Any], count: int,
@@ -551,7 +558,8 @@ def copy_rounds(dev: Device, link: LinkBuffers, kernel: Callable[[], Any], count
     d2h = [(link.d2h_stream, link.d2h(nbytes))]
     h2d = [(link.h2d_stream, link.h2d(nbytes))]
     round_trip(d2h + h2d)  # warm-up
-    rounds = CopyRounds({d: [] for d in COPY_DIRECTIONS}, [], {d: [] for d in COPY_DIRECTIONS})
+    rounds = CopyRounds(copies * nbytes, {d: [] for d in COPY_DIRECTIONS}, [],
+                        {d: [] for d in COPY_DIRECTIONS})
     for _ in range(repeats):
         rounds.alone.append(round_trip([])[1])
         for key, directions in zip(COPY_DIRECTIONS, (d2h, h2d, d2h + h2d)):
@@ -597,14 +605,13 @@ def measure_link_under_compute(dev: Device, plan: Plan, link: LinkBuffers) -> Re
     moved = copies * n
     repeats = max(2, plan.repeats - 1)
     details: Dict[str, Any] = {}
-    rates: Dict[str, List[float]] = {"d2h": [], "h2d": [], "both_ways": []}
+    rates: Dict[str, List[float]] = {d: [] for d in COPY_DIRECTIONS}
     interference: List[float] = []
     for load_name, (kernel, count) in loads.items():
         rounds = copy_rounds(dev, link, kernel, count, n, copies, repeats)
         interference.append(rounds.interference())
-        for key, values in rounds.spans.items():
-            total = moved * (2 if key == "both_ways" else 1)
-            rates[key].append(total / statistics.median(values) / 1e9)
+        for key in COPY_DIRECTIONS:
+            rates[key].append(rounds.rate_GBps(key))
         details[load_name] = {key: _stats(value) for key, value in rounds.spans.items()}
         details[load_name]["kernels_queued_per_round"] = count
         details[load_name]["kernel_seconds_without_copies"] = _stats(rounds.alone)

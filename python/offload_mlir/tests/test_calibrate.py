@@ -256,6 +256,7 @@ def test_copy_interference_is_kernel_time_added_per_second_of_copy():
     without) / copy time, over every direction or one; never below 0, as a
     copy cannot speed kernels up."""
     rounds = calibrate.CopyRounds(
+        bytes_per_direction=4 << 30,
         spans={"d2h": [0.02], "h2d": [0.02], "both_ways": [0.025]},
         alone=[0.100, 0.101, 0.099],
         beside={"d2h": [(0.1004, 0.020)], "h2d": [(0.1002, 0.020)],
@@ -264,6 +265,18 @@ def test_copy_interference_is_kernel_time_added_per_second_of_copy():
     assert rounds.interference() == pytest.approx(0.02)
     assert rounds.interference("h2d") == pytest.approx(0.01)
     assert rounds.interference("both_ways") == pytest.approx(0.025)
-    faster = calibrate.CopyRounds(spans={}, alone=[0.1], beside={"d2h": [(0.099, 0.02)]})
+    faster = calibrate.CopyRounds(bytes_per_direction=0, spans={}, alone=[0.1],
+                                  beside={"d2h": [(0.099, 0.02)]})
     assert faster.interference() == 0.0
-    assert calibrate.CopyRounds(spans={}, alone=[0.1], beside={}).interference() == 0.0
+    assert calibrate.CopyRounds(bytes_per_direction=0, spans={}, alone=[0.1],
+                                beside={}).interference() == 0.0
+
+
+def test_copy_rate_is_a_rounds_bytes_over_its_median_span():
+    rounds = calibrate.CopyRounds(
+        bytes_per_direction=1_000_000_000,
+        spans={"d2h": [0.02, 0.025, 0.018], "h2d": [0.02], "both_ways": [0.025]},
+        alone=[0.1], beside={})
+    assert rounds.rate_GBps("d2h") == pytest.approx(50.0)
+    assert rounds.rate_GBps("h2d") == pytest.approx(50.0)
+    assert rounds.rate_GBps("both_ways") == pytest.approx(80.0)  # both directions' bytes

@@ -10,6 +10,7 @@ ci = load_benchmark("copy_interference")
 
 def test_table_row_gives_each_direction_and_flags_host_paced_loads():
     rounds = calibrate.CopyRounds(
+        bytes_per_direction=4 << 30,
         spans={"d2h": [0.0195], "h2d": [0.0194], "both_ways": [0.0210]},
         alone=[0.0600],
         beside={"d2h": [(0.06036, 0.0196)], "h2d": [(0.06096, 0.0194)],
