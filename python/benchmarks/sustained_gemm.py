@@ -20,6 +20,17 @@ import subprocess
 import time
 
 
+SPAN_EDGES_S = (0, 0.1, 0.5, 1, 2, 5, 10)
+
+
+def spans(seconds: float) -> list[tuple[float, float]]:
+    """The windows the report summarises: the edges that fall within a load
+    of `seconds`, then one span from the last edge to its end. None is
+    empty, so every span has a median (JSON has no NaN to write)."""
+    edges = [e for e in SPAN_EDGES_S if e < seconds] + [seconds]
+    return list(zip(edges, edges[1:]))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=20.0)
@@ -63,9 +74,8 @@ def main() -> int:
         v = [w["TFLOPs"] for w in windows if t0 <= w["t_s"] < t1]
         return statistics.median(v) if v else float("nan")
 
-    spans = [(0, 0.1), (0.1, 0.5), (0.5, 1), (1, 2), (2, 5), (5, 10), (10, args.seconds)]
     doc = {"device": torch.cuda.get_device_name(), "shape": [m, k, n],
-           "TFLOPs_by_span": {f"{t0}-{t1}s": over(t0, t1) for t0, t1 in spans},
+           "TFLOPs_by_span": {f"{t0:g}-{t1:g}s": over(t0, t1) for t0, t1 in spans(args.seconds)},
            "windows": windows, "nvidia_smi": samples}
     print(doc["device"])
     for span, v in doc["TFLOPs_by_span"].items():
