@@ -362,6 +362,7 @@ OpCost CostModel::estimate(Operation *op) const {
     cost.bytes = operandAndResultBytes(op);
   }
   cost.flops = flops.value_or(0);
+  cost.attention = isAttention;
   double computeSeconds = 0;
   if (cost.flops > 0) {
     if (Type element = computeElementType(op)) {

@@ -48,6 +48,8 @@ private:
   unsigned newBuffer(Type type, int defPos, bool persistent) {
     model.buffers.push_back(
         {getTensorSizeInBytes(type).value_or(0), defPos, persistent});
+    if (auto tensor = dyn_cast<TensorType>(type))
+      model.buffers.back().elementType = tensor.getElementType();
     return model.buffers.size() - 1;
   }
   unsigned newBuffer(Value value, int defPos) {
@@ -94,6 +96,9 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
   // A fused op is memory-bound by construction (isFusableMemoryBound).
   StepModel::SimOp simOp{op, 0, /*memoryBound=*/true, {}, {}};
   bool scatters = false;
+  // Whether the code generator allocates the op's results (a fused kernel's,
+  // a matmul's) rather than the op itself (an attention kernel).
+  bool generatorAllocates = true;
   if (auto fused = fusedSeconds.find(op); fused != fusedSeconds.end()) {
     simOp.seconds = fused->second;
   } else {
@@ -101,6 +106,7 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
     simOp.seconds = cost.seconds;
     simOp.memoryBound = cost.memoryBound;
     scatters = cost.scatters;
+    generatorAllocates = cost.known && !cost.attention;
   }
   auto recordCopy = [&](PlannedCopy::Kind kind, Value source, Value result) {
     std::optional<Ref> ref = lookup(source);
@@ -225,6 +231,7 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
           continue;
         }
       unsigned buffer = newBuffer(result, pos);
+      model.buffers[buffer].generatorAllocated = generatorAllocates;
       simOp.defs.push_back(buffer);
       refs[result] = buffer;
     }
@@ -515,7 +522,71 @@ FailureOr<StepModel> StepModel::build(const TrainingStep &step,
   model.scratchPool = std::make_shared<SimulationScratchPool>();
   if (failed(StepModelBuilder(model, costModel).build(step)))
     return failure();
+  if (execution.reuseFreedBuffers)
+    model.reuseFreedBuffers();
   return model;
+}
+
+void StepModel::reuseFreedBuffers() {
+  // As Inductor's memory planning (AllocateLine::plan and
+  // FreeIfNotReusedLine::plan in torch/_inductor/codegen/wrapper.py): a
+  // buffer freed inside its graph (not a graph input, not an output: not a
+  // saved value nor a returned gradient) goes to a pool keyed by dtype and
+  // storage size; an allocation of that key takes the last one pushed, if
+  // the two are adjacent or the held bytes keep the graph's estimated peak,
+  // and the estimate over the hold grows by them. Inductor estimates each
+  // graph by itself and counts host tensors like device ones, so the holds
+  // it chooses hardly depend on what is offloaded: they are found here
+  // once, on the plan without offload, and every plan keeps them.
+  SmallVector<int64_t> liveAt;
+  simulate(getEmptyPlan(), &liveAt);
+  SmallVector<std::pair<int, int>> ranges = getLiveRangesWithoutOffload();
+  llvm::DenseSet<int> linkBuffers;
+  for (const Link &link : links)
+    if (link.buffer >= 0)
+      linkBuffers.insert(link.buffer);
+
+  auto planGraph = [&](unsigned begin, unsigned end) {
+    if (begin >= end)
+      return;
+    SmallVector<SmallVector<unsigned, 2>> freedAfter(end - begin);
+    for (auto [id, buffer] : llvm::enumerate(buffers)) {
+      int last = ranges[id].second;
+      if (buffer.bytes > 0 && !buffer.persistent && !buffer.backwardArgument &&
+          buffer.defPos >= int(begin) && last < int(end) - 1 &&
+          !linkBuffers.contains(id))
+        freedAfter[last - begin].push_back(id);
+    }
+    SmallVector<int64_t> estimate(liveAt.begin() + begin, liveAt.begin() + end);
+    int64_t peak = *llvm::max_element(estimate);
+    using Key = std::pair<Type, int64_t>;
+    llvm::DenseMap<Key, SmallVector<unsigned, 4>> pool;
+    for (unsigned pos = begin; pos < end; ++pos) {
+      for (unsigned def : ops[pos].defs) {
+        Buffer &buffer = buffers[def];
+        if (!buffer.generatorAllocated || buffer.bytes == 0)
+          continue;
+        auto it = pool.find({buffer.elementType, buffer.bytes});
+        if (it == pool.end() || it->second.empty())
+          continue;
+        unsigned donor = it->second.back();
+        unsigned from = ranges[donor].second + 1 - begin, to = pos - begin;
+        int64_t held = 0;
+        for (unsigned p = from; p < to; ++p)
+          held = std::max(held, estimate[p]);
+        if (from != to && held + buffer.bytes > peak)
+          continue;
+        it->second.pop_back();
+        buffers[donor].holdPos = std::max<int>(buffers[donor].holdPos, pos - 1);
+        for (unsigned p = from; p < to; ++p)
+          estimate[p] += buffer.bytes;
+      }
+      for (unsigned id : freedAfter[pos - begin])
+        pool[{buffers[id].elementType, buffers[id].bytes}].push_back(id);
+    }
+  };
+  planGraph(0, numForwardOps);
+  planGraph(numForwardOps, ops.size());
 }
 
 std::optional<unsigned> StepModel::getPosition(Operation *op) const {

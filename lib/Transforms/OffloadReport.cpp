@@ -544,7 +544,8 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     FailureOr<DeviceProfile> profile = getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound,
+                                                     reuseFreedBuffers);
     CostModel costModel(*profile);
     std::vector<StepReport> reports;
     for (const TrainingStep &step : steps) {

@@ -48,12 +48,15 @@ getPassDeviceProfile(const DeviceProfileOverrides &overrides,
   return profile;
 }
 
-/// The execution model from the `release` and `fuse-memory-bound` options.
+/// The execution model from the `release`, `fuse-memory-bound` and
+/// `reuse-freed-buffers` options.
 inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
-                                            bool fuseMemoryBound) {
+                                            bool fuseMemoryBound,
+                                            bool reuseFreedBuffers) {
   ExecutionModel execution;
   execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
+  execution.reuseFreedBuffers = reuseFreedBuffers;
   return execution;
 }
 

@@ -35,6 +35,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.deviceProfile = options.deviceProfile;
     plan.release = options.release;
     plan.fuseMemoryBound = options.fuseMemoryBound;
+    plan.reuseFreedBuffers = options.reuseFreedBuffers;
     pm.addPass(createPlanOffloads(plan));
   }
   pm.addPass(createInsertOffloads());
@@ -49,6 +50,7 @@ static void buildPipeline(OpPassManager &pm,
     schedule.deviceProfile = options.deviceProfile;
     schedule.release = options.release;
     schedule.fuseMemoryBound = options.fuseMemoryBound;
+    schedule.reuseFreedBuffers = options.reuseFreedBuffers;
     pm.addPass(createScheduleCopies(schedule));
   }
   if (options.report != ReportFormat::None) {
@@ -58,6 +60,7 @@ static void buildPipeline(OpPassManager &pm,
     report.deviceProfile = options.deviceProfile;
     report.release = options.release;
     report.fuseMemoryBound = options.fuseMemoryBound;
+    report.reuseFreedBuffers = options.reuseFreedBuffers;
     pm.addPass(reportStream ? createOffloadReport(report, *reportStream)
                             : createOffloadReport(report));
   }

@@ -334,7 +334,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound,
+                                                     reuseFreedBuffers);
     execution.loadLead = *lead;
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))

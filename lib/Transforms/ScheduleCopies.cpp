@@ -464,7 +464,8 @@ struct ScheduleCopies
         getPassLoadLead(copyMargin, loadLead, getOperation());
     if (failed(lead))
       return signalPassFailure();
-    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound);
+    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound,
+                                                     reuseFreedBuffers);
     execution.loadLead = *lead;
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",

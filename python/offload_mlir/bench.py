@@ -36,8 +36,9 @@ unless `--no-deterministic`. Rows (`--rows`, comma-separated):
                            `plan=`, `budget=`, `schedule=`, `min_bytes=`,
                            `load_lead=` passed to the backend, `profile=PATH`
                            as its device_profile (default: the packaged one
-                           for this GPU), and `amb=` setting Inductor's
-                           recompute budget (activation_memory_budget)
+                           for this GPU), `reuse_freed_buffers=1`, and
+                           `amb=` setting Inductor's recompute budget
+                           (activation_memory_budget)
     compile:amb=X          torch.compile with that recompute budget alone
     ...:partition.NAME=V   (compile and offload-mlir rows) torch._functorch.config.NAME
                            for the row's partitioner, e.g.
@@ -166,7 +167,7 @@ _FAMILIES = {
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
-                                   "load_lead", "profile")),
+                                   "load_lead", "profile", "reuse_freed_buffers")),
 }
 
 
@@ -240,7 +241,8 @@ def _offload_mlir_backend(row: Row):
     import offload_mlir
 
     kw: dict[str, Any] = {}
-    for key in ("plan", "min_bytes", "schedule", "budget", "load_lead"):
+    for key in ("plan", "min_bytes", "schedule", "budget", "load_lead",
+                "reuse_freed_buffers"):
         if key not in row.options:
             continue
         value: Any = row.options[key]
@@ -248,7 +250,7 @@ def _offload_mlir_backend(row: Row):
             value = int(value)
         elif key == "load_lead":
             value = float(value)
-        elif key == "schedule":
+        elif key in ("schedule", "reuse_freed_buffers"):
             value = value.lower() in ("1", "true", "yes")
         elif key == "budget":
             try:

@@ -105,6 +105,10 @@ class OffloadOptions:
     # by name (say {"ban_recompute_materialized_backward": False}): which
     # values the min-cut partitioner may recompute instead of saving.
     partitioner_config: tuple[tuple[str, Any], ...] = ()
+    # The pipeline's `reuse-freed-buffers` (Inductor only): plan with the
+    # buffers Inductor keeps for reuse. Off until plans made with it are
+    # measured against the step time (docs/torch-bridge.md).
+    reuse_freed_buffers: bool = False
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -115,6 +119,8 @@ class OffloadOptions:
             raise ValueError("compiler must be 'inductor' or 'aot_eager'")
         if not isinstance(self.min_bytes, int) or self.min_bytes < 0:
             raise ValueError("min_bytes must be a non-negative int")
+        if not isinstance(self.reuse_freed_buffers, bool):
+            raise ValueError("reuse_freed_buffers must be a bool")
         if self.budget is not None:
             _budget_option(self.budget)
         if self.recompute_budget is not None and (
@@ -165,6 +171,8 @@ class OffloadOptions:
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
+            if self.reuse_freed_buffers:
+                parts.append("reuse-freed-buffers=true")
         parts.append(f"report={report}")
         return " ".join(parts)
 
@@ -421,6 +429,7 @@ def backend(
     recompute_budget: float | None = None,
     load_lead: float | None = None,
     partitioner_config: Mapping[str, Any] | None = None,
+    reuse_freed_buffers: bool = False,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -438,7 +447,9 @@ def backend(
     start each load this fraction of its copy time earlier than the model
     needs, where memory allows; default 5%), and `partitioner_config`
     (other `torch._functorch.config` settings, by name, for these graphs'
-    partitioner, such as `{"ban_recompute_materialized_backward": False}`).
+    partitioner, such as `{"ban_recompute_materialized_backward": False}`),
+    and `reuse_freed_buffers` (the pipeline's `reuse-freed-buffers`: the
+    model holds each buffer Inductor frees until Inductor reuses it).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
@@ -446,6 +457,7 @@ def backend(
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
         recompute_budget=recompute_budget, load_lead=load_lead,
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
+        reuse_freed_buffers=reuse_freed_buffers,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

@@ -106,6 +106,9 @@ struct OpCost {
   /// materialized buffer no fused kernel produces or consumes in passing,
   /// and a compiler writes it in place where nothing else reads it.
   bool scatters = false;
+  /// True for a fused attention kernel (ATen's scaled_dot_product ops):
+  /// a library kernel that allocates its own results.
+  bool attention = false;
 };
 
 class CostModel {

@@ -60,6 +60,14 @@ struct ExecutionModel {
   /// such ops of one stretch read is never written to device memory, and a
   /// fused op reads each value in device memory once.
   bool fuseMemoryBound = false;
+  /// The code generator plans its buffers as Inductor does
+  /// (torch/_inductor/codegen/wrapper.py, AllocateLine): a buffer it frees
+  /// inside a function waits in a pool, keyed by element type and size, for
+  /// the next buffer of that key it allocates, which takes its storage
+  /// (the most recently freed first), unless holding it so long would raise
+  /// the function's peak. The storage then stays live from the free to that
+  /// allocation.
+  bool reuseFreedBuffers = false;
   /// Where loads are hoisted (scheduleLoads), each is given this fraction
   /// of its copy time more than the model needs: slack for a link or a
   /// compute stream that runs off the model. The memory bounds stay.
@@ -285,6 +293,11 @@ private:
   /// than predicted.
   void sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads) const;
 
+  /// ExecutionModel::reuseFreedBuffers: the holdPos of every buffer whose
+  /// storage waits for a later allocation, found on the plan without
+  /// offload, forward and backward apart (Inductor plans each graph alone).
+  void reuseFreedBuffers();
+
   /// simulate(), and with `liveAt`, per op position (and the end of the step,
   /// numOps), the most device bytes live from the copies issued and waited
   /// before that op to its end. With `afterRelease`, per buffer released at
@@ -339,6 +352,12 @@ private:
     /// A backward argument (not a saved value): live from the start of
     /// backward to its last use, and not at all if nothing reads it.
     bool backwardArgument = false;
+    /// Element type of the tensor, null if it has none.
+    Type elementType;
+    /// Allocated by the code generator for the op defining it (a fused
+    /// kernel's or a matmul's result), not by the op itself (attention,
+    /// copies): with reuseFreedBuffers, it may take a freed buffer's storage.
+    bool generatorAllocated = false;
   };
   struct Link {
     /// The forward buffer the saved value's storage is, or -1 if none

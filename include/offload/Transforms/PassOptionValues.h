@@ -83,6 +83,7 @@ inline constexpr const char kCoalesceBelow[] = "0";
 inline constexpr ExecutionModel::Release kRelease =
     ExecutionModel::Release::AfterCopy;
 inline constexpr bool kFuseMemoryBound = false;
+inline constexpr bool kReuseFreedBuffers = false;
 /// `report` of the pipeline.
 inline constexpr ReportFormat kReport = ReportFormat::None;
 /// `format` of offload-report.

@@ -105,6 +105,11 @@ struct OffloadPipelineOptions
       *this, "fuse-memory-bound",
       llvm::cl::desc("The code generator fuses memory-bound ops (Inductor)"),
       llvm::cl::init(defaults::kFuseMemoryBound)};
+  PassOptions::Option<bool> reuseFreedBuffers{
+      *this, "reuse-freed-buffers",
+      llvm::cl::desc("The code generator keeps freed buffers for its next "
+                     "allocation of their dtype and size (Inductor)"),
+      llvm::cl::init(defaults::kReuseFreedBuffers)};
 };
 
 /// Adds find, plan (for plan=hidden|budget), insert-offloads,

@@ -53,6 +53,11 @@ defvar CostModelOptions = [
          /*default=*/"::mlir::offload::defaults::kFuseMemoryBound",
          "The code generator fuses memory-bound ops between compute-bound ones "
          "(Inductor): values only they read never reach device memory">,
+  Option<"reuseFreedBuffers", "reuse-freed-buffers", "bool",
+         /*default=*/"::mlir::offload::defaults::kReuseFreedBuffers",
+         "The code generator keeps a buffer it frees for its next allocation "
+         "of the same dtype and size where that keeps its estimated peak "
+         "(Inductor): the storage stays live until then">,
 ];
 
 def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {

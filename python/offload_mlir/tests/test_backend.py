@@ -231,6 +231,16 @@ def test_options_are_checked():
         with pytest.raises(ValueError, match="load_lead"):
             OffloadOptions(load_lead=bad)
     assert OffloadPartitioner_uuid(load_lead=1.0) != OffloadPartitioner_uuid()
+    # reuse_freed_buffers: the pipeline's reuse-freed-buffers, for Inductor's
+    # code only (aot_eager plans no buffers of its own); off by default.
+    assert "reuse-freed-buffers=true" not in OffloadOptions().pipeline_options()
+    assert "reuse-freed-buffers=true" in OffloadOptions(
+        reuse_freed_buffers=True).pipeline_options().split()
+    assert "reuse-freed-buffers=true" not in OffloadOptions(
+        reuse_freed_buffers=True, compiler="aot_eager").pipeline_options()
+    with pytest.raises(ValueError, match="reuse_freed_buffers"):
+        OffloadOptions(reuse_freed_buffers=1)
+    assert OffloadPartitioner_uuid(reuse_freed_buffers=True) != OffloadPartitioner_uuid()
 
 
 def OffloadPartitioner_uuid(**options):

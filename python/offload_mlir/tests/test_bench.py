@@ -424,6 +424,10 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     backend = bench._offload_mlir_backend(bench.parse_row(
         "offload-mlir:partition.ban_recompute_materialized_backward=0"))
     assert backend.options.partitioner_config == (("ban_recompute_materialized_backward", False),)
+    assert bench._offload_mlir_backend(bench.parse_row(
+        "offload-mlir:reuse_freed_buffers=1")).options.reuse_freed_buffers is True
+    assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
+        .reuse_freed_buffers is False
 
 
 @pytest.mark.usefixtures("offload_mlir")

@@ -152,8 +152,8 @@ def test_check_passes_on_a_few_modules(offload_opt, tmp_path, capsys):
                             offload_opt, "--failures-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 13 configurations, "
-                     r"39 runs, 0 round-trip failures, 0 violations", out)
+    assert re.search(r"random-steps: seed 5, 3 modules \(\d+ ops\), 14 configurations, "
+                     r"42 runs, 0 round-trip failures, 0 violations", out)
 
 
 def test_check_reports_a_failing_tool(tmp_path, capsys):

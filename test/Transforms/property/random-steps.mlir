@@ -4,13 +4,14 @@
 // steps from seed 1 (matmuls, elementwise and in-place ops, views, loops,
 // dynamic and small tensors; saved intermediates, views, arguments,
 // duplicates and forward outputs; backward reading them in a random order)
-// and runs offload-opt --offload-activations on each under 13 configurations:
+// and runs offload-opt --offload-activations on each under 14 configurations:
 // schedule=false and schedule=true (the default), plan=hidden with each,
 // budgets (drawn in [0.5, 1.0] of the peak without offload, and in the
 // reachable range; each with schedule=false and schedule=true), min-bytes=0
 // with a small in-flight limit, schedule=true with release=at-wait, and the
 // PyTorch bridge's default (plan=hidden release=at-wait fuse-memory-bound=true),
-// and small copies coalesced into groups (coalesce-below=1MiB, with
+// the same with reuse-freed-buffers=true (whose peak without offload must be
+// the bridge's: held buffers never raise it), and small copies coalesced into groups (coalesce-below=1MiB, with
 // plan=hidden, and with release=at-wait without a plan). It
 // checks that every output verifies and parses again to the same text, that
 // every copy start is waited once and every wait comes before the uses of
@@ -48,7 +49,8 @@
 // CHECK: config schedule+at-wait: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40
 // CHECK: config hidden+schedule: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40; the planner's prediction equals the report's in 40
 // CHECK: config bridge: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40; the planner's prediction equals the report's in 40
+// CHECK: config bridge+reuse: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40; the planner's prediction equals the report's in 40
 // CHECK: config coalesce: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40; the planner's prediction equals the report's in 40
 // CHECK: config coalesce+at-wait: 40 modules, 40 transformed, 0 violations; {{.*}}; peak checked against the synchronous plan in 40
 // CHECK-NOT: VIOLATION
-// CHECK: random-steps: seed 1, 40 modules ({{[0-9]+}} ops), 13 configurations, 520 runs, 0 round-trip failures, 0 violations
+// CHECK: random-steps: seed 1, 40 modules ({{[0-9]+}} ops), 14 configurations, 560 runs, 0 round-trip failures, 0 violations
