@@ -13,6 +13,17 @@
 using namespace mlir;
 using namespace mlir::offload;
 
+/// The options of a cost-model pass (CostModelOptions in Passes.td) that the
+/// pipeline sets: the device and what runs the step, the same for each pass.
+template <typename CostModelPassOptions>
+static void setStepModelOptions(CostModelPassOptions &pass,
+                                const OffloadPipelineOptions &options) {
+  pass.deviceProfile = options.deviceProfile;
+  pass.release = options.release;
+  pass.fuseMemoryBound = options.fuseMemoryBound;
+  pass.reuseFreedBuffers = options.reuseFreedBuffers;
+}
+
 static void buildPipeline(OpPassManager &pm,
                           const OffloadPipelineOptions &options,
                           llvm::raw_ostream *reportStream) {
@@ -32,10 +43,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.coalesceBelow = options.coalesceBelow;
-    plan.deviceProfile = options.deviceProfile;
-    plan.release = options.release;
-    plan.fuseMemoryBound = options.fuseMemoryBound;
-    plan.reuseFreedBuffers = options.reuseFreedBuffers;
+    setStepModelOptions(plan, options);
     pm.addPass(createPlanOffloads(plan));
   }
   pm.addPass(createInsertOffloads());
@@ -47,20 +55,14 @@ static void buildPipeline(OpPassManager &pm,
     schedule.coalesceBelow = options.coalesceBelow;
     schedule.copyMargin = options.copyMargin;
     schedule.loadLead = options.loadLead;
-    schedule.deviceProfile = options.deviceProfile;
-    schedule.release = options.release;
-    schedule.fuseMemoryBound = options.fuseMemoryBound;
-    schedule.reuseFreedBuffers = options.reuseFreedBuffers;
+    setStepModelOptions(schedule, options);
     pm.addPass(createScheduleCopies(schedule));
   }
   if (options.report != ReportFormat::None) {
     OffloadReportOptions report;
     report.format = options.report;
     report.output = options.reportFile;
-    report.deviceProfile = options.deviceProfile;
-    report.release = options.release;
-    report.fuseMemoryBound = options.fuseMemoryBound;
-    report.reuseFreedBuffers = options.reuseFreedBuffers;
+    setStepModelOptions(report, options);
     pm.addPass(reportStream ? createOffloadReport(report, *reportStream)
                             : createOffloadReport(report));
   }
