@@ -540,11 +540,10 @@ void StepModel::reuseFreedBuffers() {
   // once, on the plan without offload, and every plan keeps them.
   SmallVector<int64_t> liveAt;
   simulate(getEmptyPlan(), &liveAt);
+  // Saved values and forward outputs live to the end of forward in these
+  // ranges, returned gradients to the end of backward: neither is freed
+  // inside its graph.
   SmallVector<std::pair<int, int>> ranges = getLiveRangesWithoutOffload();
-  llvm::DenseSet<int> linkBuffers;
-  for (const Link &link : links)
-    if (link.buffer >= 0)
-      linkBuffers.insert(link.buffer);
 
   auto planGraph = [&](unsigned begin, unsigned end) {
     if (begin >= end)
@@ -553,8 +552,7 @@ void StepModel::reuseFreedBuffers() {
     for (auto [id, buffer] : llvm::enumerate(buffers)) {
       int last = ranges[id].second;
       if (buffer.bytes > 0 && !buffer.persistent && !buffer.backwardArgument &&
-          buffer.defPos >= int(begin) && last < int(end) - 1 &&
-          !linkBuffers.contains(id))
+          buffer.defPos >= int(begin) && last < int(end) - 1)
         freedAfter[last - begin].push_back(id);
     }
     SmallVector<int64_t> estimate(liveAt.begin() + begin, liveAt.begin() + end);
