@@ -20,6 +20,10 @@ B=python/benchmarks/bridge_gpu.py
 SMALL="--hidden 512 --heads 8 --kv-heads 4 --ffn 1536 --vocab 8192 --layers 2 --batch 4 --seq 512"
 stages=${*:-smoke csan bench}
 python3 -c "import torch; print(torch.__version__, torch.cuda.get_device_name())"
+# $OUT/NAME, or NAME-2, NAME-3, ... where an earlier stage of this call (a
+# loop over PAIRED_ROWS, say) already wrote NAME.json.
+fresh() { local n=$1 k=1; while [ -e "$OUT/$n.json" ]; do k=$((k + 1)); n=$1-$k; done
+          echo "$OUT/$n"; }
 for stage in $stages; do
   case $stage in
     calibrate) gpu=$(python3 -c "import torch; n = torch.cuda.get_device_name(); print('h200' if 'H200' in n else 'h100')")
@@ -66,13 +70,15 @@ for stage in $stages; do
     peers) export OFFLOAD_MLIR_TORCHTUNE=$(ls bench-deps/torchtune-*.whl 2>/dev/null | head -1)
            cfg=${PEERS_CONFIG:-bf16x8}
            [ "${BENCH_DUMP:-0}" = 1 ] && export OFFLOAD_MLIR_DUMP_DIR="$OUT/ir-$cfg"
+           out=$(fresh "peers-$cfg")
            PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
-             ${PEERS_ROWS:+--rows "$PEERS_ROWS"} ${PEERS_ARGS:-} --out "$OUT/peers-$cfg" \
-             2>&1 | tee "$OUT/peers-$cfg.log" ;;
+             ${PEERS_ROWS:+--rows "$PEERS_ROWS"} ${PEERS_ARGS:-} --out "$out" \
+             2>&1 | tee "$out.log" ;;
     paired) cfg=${PEERS_CONFIG:-bf16x8}
+            out=$(fresh "paired-$cfg")
             PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
               --paired "${PAIRED_ROWS:-compile,offload-mlir}" ${PAIRED_ARGS:---steps 60} \
-              --out "$OUT/paired-$cfg" 2>&1 | tee "$OUT/paired-$cfg.log" ;;
+              --out "$out" 2>&1 | tee "$out.log" ;;
   esac
 done
 rm -f "$OUT"/*.md "$OUT"/smoke.log  # the .json files hold the same figures
