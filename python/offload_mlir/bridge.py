@@ -105,10 +105,13 @@ class OffloadOptions:
     # by name (say {"ban_recompute_materialized_backward": False}): which
     # values the min-cut partitioner may recompute instead of saving.
     partitioner_config: tuple[tuple[str, Any], ...] = ()
-    # The pipeline's `reuse-freed-buffers` (Inductor only): plan with the
-    # buffers Inductor keeps for reuse. Off until plans made with it are
-    # measured against the step time (docs/torch-bridge.md).
+    # Inductor only: let Inductor's code keep freed buffers for reuse, which
+    # the backend turns off by default (DEFAULT_INDUCTOR_CONFIG), and plan
+    # with them: the pipeline's `reuse-freed-buffers`.
     reuse_freed_buffers: bool = False
+    # torch._inductor.config settings for these graphs' code generation, by
+    # name, over the backend's defaults (say {"max_autotune": True}).
+    inductor_config: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -135,15 +138,33 @@ class OffloadOptions:
                 or not 0 <= self.load_lead < float("inf")):
             raise ValueError(f"load_lead must be a finite fraction >= 0, not {self.load_lead!r}")
         import torch._functorch.config as functorch_config
-        for name, value in self.partitioner_config:
-            if not hasattr(functorch_config, name) or name.startswith("_"):
-                raise ValueError(f"partitioner_config: torch._functorch.config has no {name!r}")
-            current = getattr(functorch_config, name)
-            kind = (int, float) if type(current) is float else type(current)
-            if current is not None and (not isinstance(value, kind)
-                                        or isinstance(value, bool) != isinstance(current, bool)):
-                raise ValueError(f"partitioner_config: {name} takes a "
-                                 f"{type(current).__name__}, not {value!r}")
+        import torch._inductor.config as inductor_config
+
+        _check_settings("partitioner_config", functorch_config, self.partitioner_config)
+        _check_settings("inductor_config", inductor_config, self.inductor_config,
+                        set_here=_BRIDGE_INDUCTOR_SETTINGS)
+        if self.reuse_freed_buffers and not self.resolved_inductor_config().get(
+                "allow_buffer_reuse", True):
+            raise ValueError("reuse_freed_buffers plans with Inductor's buffer reuse, "
+                             "which inductor_config turns off (allow_buffer_reuse=False)")
+
+    def resolved_inductor_config(self) -> dict[str, Any]:
+        """The Inductor settings these graphs compile with, beyond the
+        backend's own: its defaults, less buffer reuse's where
+        `reuse_freed_buffers` asks for it, then `inductor_config`."""
+        defaults = dict(DEFAULT_INDUCTOR_CONFIG)
+        if self.reuse_freed_buffers:
+            del defaults["allow_buffer_reuse"]
+        return defaults | dict(self.inductor_config)
+
+    def inductor_reuses_buffers(self) -> bool:
+        """Whether Inductor's code holds freed buffers for its next
+        allocation of the same size: `allow_buffer_reuse`, as these graphs
+        set it or else torch's setting."""
+        import torch._inductor.config as inductor_config
+
+        return bool(self.resolved_inductor_config().get(
+            "allow_buffer_reuse", inductor_config.allow_buffer_reuse))
 
     def resolved_device_profile(self) -> str | None:
         """`device_profile`, or the packaged profile measured on this kind of
@@ -171,7 +192,7 @@ class OffloadOptions:
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
-            if self.reuse_freed_buffers:
+            if self.reuse_freed_buffers and self.inductor_reuses_buffers():
                 parts.append("reuse-freed-buffers=true")
         parts.append(f"report={report}")
         return " ".join(parts)
@@ -390,6 +411,36 @@ def _emit_report(ir: str, options: OffloadOptions) -> None:
 # still pull a window's matmuls above its copy's start; the post-grad pass
 # pin_order.PinCopyOrder (installed by backend()) keeps them after it.
 INDUCTOR_PATCHES = {"reorder_for_peak_memory": False}
+# Inductor settings the backend applies unless its options say otherwise.
+# allow_buffer_reuse: Inductor's code keeps a buffer it frees for its next
+# allocation of the same size and dtype wherever its own estimate of the
+# graph's peak allows, and that estimate does not know which memory the plan
+# frees, so the held buffers can fill it (bf16x8 with a recompute budget:
+# 12.63 GiB held, 12.43 GiB without, runs 83 and 87 of
+# docs/benchmarks/peers.md). Off, each buffer goes back to PyTorch's caching
+# allocator at its last use, as the cost model assumes; paired, the step
+# time did not change (run 88).
+DEFAULT_INDUCTOR_CONFIG = {"allow_buffer_reuse": False}
+# What the backend sets in Inductor's config itself; inductor_config may not.
+_BRIDGE_INDUCTOR_SETTINGS = frozenset(INDUCTOR_PATCHES) | {
+    "custom_partitioner_fn", "post_grad_custom_post_pass"}
+
+
+def _check_settings(option: str, config: Any, settings: tuple[tuple[str, Any], ...],
+                    set_here: frozenset[str] = frozenset()) -> None:
+    """Each (name, value) of `settings` names a public setting of the torch
+    config module `config`, not one of `set_here`, with a value of its type."""
+    for name, value in settings:
+        if not hasattr(config, name) or name.startswith("_"):
+            raise ValueError(f"{option}: {config.__name__} has no {name!r}")
+        if name in set_here:
+            raise ValueError(f"{option}: {name} is set by offload_mlir's backend")
+        current = getattr(config, name)
+        kind = (int, float) if type(current) is float else type(current)
+        if current is not None and (not isinstance(value, kind)
+                                    or isinstance(value, bool) != isinstance(current, bool)):
+            raise ValueError(f"{option}: {name} takes a "
+                             f"{type(current).__name__}, not {value!r}")
 
 
 def _aot_eager(partitioner: OffloadPartitioner) -> Callable:
@@ -430,6 +481,7 @@ def backend(
     load_lead: float | None = None,
     partitioner_config: Mapping[str, Any] | None = None,
     reuse_freed_buffers: bool = False,
+    inductor_config: Mapping[str, Any] | None = None,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -448,8 +500,11 @@ def backend(
     needs, where memory allows; default 5%), and `partitioner_config`
     (other `torch._functorch.config` settings, by name, for these graphs'
     partitioner, such as `{"ban_recompute_materialized_backward": False}`),
-    and `reuse_freed_buffers` (the pipeline's `reuse-freed-buffers`: the
-    model holds each buffer Inductor frees until Inductor reuses it).
+    and `reuse_freed_buffers` (let Inductor's code keep the buffers it
+    frees for reuse, which the backend turns off by default, and plan with
+    them: the pipeline's `reuse-freed-buffers`), and `inductor_config`
+    (`torch._inductor.config` settings, by name, for these graphs' code,
+    over the backend's defaults `DEFAULT_INDUCTOR_CONFIG`).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
@@ -458,6 +513,7 @@ def backend(
         recompute_budget=recompute_budget, load_lead=load_lead,
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
         reuse_freed_buffers=reuse_freed_buffers,
+        inductor_config=tuple(sorted((inductor_config or {}).items())),
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing
@@ -473,11 +529,12 @@ def backend(
         # which AOTAutograd runs later, outside this call. AOTAutograd's own
         # cache would skip the partitioner, and with it the report and
         # last_report(); Inductor's cache of the rebuilt graphs stays on.
+        patches = INDUCTOR_PATCHES | options.resolved_inductor_config() | {
+            "custom_partitioner_fn": partitioner,
+            "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
+        }
         with torch._functorch.config.patch(enable_autograd_cache=False):
-            return compile_fx(gm, example_inputs, config_patches=INDUCTOR_PATCHES | {
-                "custom_partitioner_fn": partitioner,
-                "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
-            })
+            return compile_fx(gm, example_inputs, config_patches=patches)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor

@@ -241,6 +241,29 @@ def test_options_are_checked():
     with pytest.raises(ValueError, match="reuse_freed_buffers"):
         OffloadOptions(reuse_freed_buffers=1)
     assert OffloadPartitioner_uuid(reuse_freed_buffers=True) != OffloadPartitioner_uuid()
+    # inductor_config: torch._inductor.config settings, checked as the
+    # partitioner's are; the backend's own are not the caller's to set.
+    setting = (("allow_buffer_reuse", False),)
+    assert OffloadPartitioner_uuid(inductor_config=setting) != OffloadPartitioner_uuid()
+    for bad, match in (((("no_such_setting", 1),), "has no 'no_such_setting'"),
+                       ((("allow_buffer_reuse", 0),), "takes a bool"),
+                       ((("reorder_for_peak_memory", True),), "set by offload_mlir's backend"),
+                       ((("custom_partitioner_fn", None),), "set by offload_mlir's backend")):
+        with pytest.raises(ValueError, match=match):
+            OffloadOptions(inductor_config=bad)
+    # The backend turns Inductor's buffer reuse off unless reuse_freed_buffers
+    # asks for it, which inductor_config must then not turn off; where torch
+    # itself has it off, Inductor holds no freed buffer, so neither does the
+    # model.
+    assert OffloadOptions().resolved_inductor_config() == {"allow_buffer_reuse": False}
+    assert OffloadOptions(reuse_freed_buffers=True).resolved_inductor_config() == {}
+    assert OffloadOptions(inductor_config=(("allow_buffer_reuse", True),)) \
+        .resolved_inductor_config() == {"allow_buffer_reuse": True}
+    with pytest.raises(ValueError, match="which inductor_config turns off"):
+        OffloadOptions(reuse_freed_buffers=True, inductor_config=setting)
+    with torch._inductor.config.patch(allow_buffer_reuse=False):
+        assert "reuse-freed-buffers=true" not in OffloadOptions(
+            reuse_freed_buffers=True).pipeline_options()
 
 
 def OffloadPartitioner_uuid(**options):
@@ -404,6 +427,42 @@ def test_generated_code_issues_copies_where_the_ir_put_them(offload_mlir, monkey
         assert len(planned) == len(issued) > 0
         moves = [abs(p - i) for p, i in zip(planned, issued)]
         assert max(moves) <= 4 and sum(moves) <= len(moves) * 1.5, (kind, moves)
+
+
+def test_inductor_config_reaches_the_generated_code(offload_mlir):
+    """The backend's Inductor settings, and `inductor_config` over them,
+    patch Inductor's config for these graphs only: with buffer reuse off
+    (the default), the generated code takes fewer buffers from the ones it
+    freed than with it on (Inductor writes `# reuse` where it does; the ones
+    left are kernels written in place of their input, which the setting
+    leaves on), and training is bit-identical either way."""
+    from torch._inductor.utils import run_and_get_code
+
+    def codes_and_grads(backend):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = _tiny_lm()
+        step = torch.compile(model, backend=backend, dynamic=False)
+
+        def one_step():
+            step(*_data("lm", 0)).backward()
+
+        with torch._inductor.config.patch(fx_graph_cache=False), \
+                torch._functorch.config.patch(enable_autograd_cache=False):
+            _, codes = run_and_get_code(one_step)
+        return codes, [p.grad for p in model.parameters()]
+
+    def reuses(codes):
+        return [code.count("# reuse") for code in codes]
+
+    reusing, ref = codes_and_grads(offload_mlir.backend(
+        min_bytes=0, plan="all", inductor_config={"allow_buffer_reuse": True}))
+    codes, grads = codes_and_grads(offload_mlir.backend(min_bytes=0, plan="all"))
+    (fw_on, bw_on), (fw_off, bw_off) = reuses(reusing), reuses(codes)
+    assert fw_off <= fw_on and bw_off < bw_on, (reuses(reusing), reuses(codes))
+    assert torch._inductor.config.allow_buffer_reuse  # torch's own setting untouched
+    for a, b in zip(ref, grads):
+        assert torch.equal(a, b)
 
 
 def _train_small_llama(backend, recompute_budget=None):
