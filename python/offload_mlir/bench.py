@@ -36,13 +36,17 @@ unless `--no-deterministic`. Rows (`--rows`, comma-separated):
                            `plan=`, `budget=`, `schedule=`, `min_bytes=`,
                            `load_lead=` passed to the backend, `profile=PATH`
                            as its device_profile (default: the packaged one
-                           for this GPU), `reuse_freed_buffers=1`, and
+                           for this GPU), `reuse_freed_buffers=1` (Inductor's
+                           buffer reuse on, and planned with), and
                            `amb=` setting Inductor's recompute budget
                            (activation_memory_budget)
     compile:amb=X          torch.compile with that recompute budget alone
     ...:partition.NAME=V   (compile and offload-mlir rows) torch._functorch.config.NAME
                            for the row's partitioner, e.g.
                            partition.ban_recompute_materialized_backward=0
+    ...:inductor.NAME=V    (compile and offload-mlir rows) torch._inductor.config.NAME
+                           for the row's code generation, e.g.
+                           inductor.allow_buffer_reuse=0
 
 Eager rows are compared with `eager` and compiled rows with `compile`, each
 for step time, peak memory and gradients (bit for bit, through a position-
@@ -133,11 +137,12 @@ class Row:
         return "compile" if self.compiled else "eager"
 
     @property
-    def partition_options(self) -> dict[str, str]:
-        """What changes the partition, so which kernels run: `amb=` and the
-        `partition.NAME=` settings, as given."""
+    def compiler_options(self) -> dict[str, str]:
+        """What changes the partition or the generated code, so which kernels
+        run: `amb=` and the `partition.NAME=` and `inductor.NAME=` settings,
+        as given."""
         return {k: v for k, v in self.options.items()
-                if k == "amb" or k.startswith(PARTITION_PREFIX)}
+                if k == "amb" or k.startswith(CONFIG_PREFIXES)}
 
     @property
     def grad_baseline(self) -> str:
@@ -145,15 +150,18 @@ class Row:
         baseline, or with a recompute budget or partitioner settings the
         compile row with the same ones, without offloading (recompute
         changes which kernels run)."""
-        if self.family == "offload-mlir" and self.partition_options:
+        if self.family == "offload-mlir" and self.compiler_options:
             return ":".join(["compile"] + [f"{k}={v}" for k, v in
-                                           self.partition_options.items()])
+                                           self.compiler_options.items()])
         return self.baseline
 
 
 # A row option `partition.NAME=VALUE` sets torch._functorch.config.NAME for
-# the row's partitioner (compile and offload-mlir rows).
+# the row's partitioner, and `inductor.NAME=VALUE` torch._inductor.config.NAME
+# for its code generation (compile and offload-mlir rows).
 PARTITION_PREFIX = "partition."
+INDUCTOR_PREFIX = "inductor."
+CONFIG_PREFIXES = (PARTITION_PREFIX, INDUCTOR_PREFIX)
 
 
 _FAMILIES = {
@@ -183,8 +191,8 @@ def parse_row(spec: str) -> Row:
     compiled, needs_cuda, allowed = _FAMILIES[family]
     for opt in opts:
         key, eq, value = opt.partition("=")
-        if key.startswith(PARTITION_PREFIX) and family in ("compile", "offload-mlir"):
-            partitioner_setting(key[len(PARTITION_PREFIX):], value)  # checks it
+        if key.startswith(CONFIG_PREFIXES) and family in ("compile", "offload-mlir"):
+            config_setting(key, value)  # checks it
         elif not eq or key not in allowed:
             raise ValueError(f"row {spec!r}: {family} takes "
                              f"{', '.join(k + '=' for k in allowed) or 'no options'}")
@@ -198,43 +206,54 @@ def _compiled_backend(row: Row):
     return _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
 
 
-def partitioner_setting(name: str, value: str) -> Any:
-    """The value of `partition.NAME=VALUE` for torch._functorch.config.NAME,
-    of that setting's type; ValueError if there is none or VALUE does not
-    parse as one."""
+def _config_module(prefix: str):
     import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
 
-    if name.startswith("_") or not hasattr(functorch_config, name):
-        raise ValueError(f"partition.{name}: torch._functorch.config has no {name!r}")
-    current = getattr(functorch_config, name)
+    return {PARTITION_PREFIX: functorch_config, INDUCTOR_PREFIX: inductor_config}[prefix]
+
+
+def config_setting(key: str, value: str) -> Any:
+    """The value of the row option `partition.NAME=VALUE` for
+    torch._functorch.config.NAME, or of `inductor.NAME=VALUE` for
+    torch._inductor.config.NAME, of that setting's type; ValueError if there
+    is none or VALUE does not parse as one."""
+    prefix = next(p for p in CONFIG_PREFIXES if key.startswith(p))
+    name, config = key[len(prefix):], _config_module(prefix)
+    if name.startswith("_") or not hasattr(config, name):
+        raise ValueError(f"{key}: {config.__name__} has no {name!r}")
+    current = getattr(config, name)
     try:
         if isinstance(current, bool):
             return {"1": True, "true": True, "0": False, "false": False}[value.lower()]
         if isinstance(current, (int, float)):
             return type(current)(value)
     except (KeyError, ValueError):
-        raise ValueError(f"partition.{name}={value}: not a {type(current).__name__}") from None
+        raise ValueError(f"{key}={value}: not a {type(current).__name__}") from None
     if isinstance(current, str):
         return value
-    raise ValueError(f"partition.{name}: a {type(current).__name__} setting; "
+    raise ValueError(f"{key}: a {type(current).__name__} setting; "
                      "rows set only booleans, numbers and strings")
 
 
-def _partitioner_config(row: Row) -> dict[str, Any]:
-    return {k[len(PARTITION_PREFIX):]: partitioner_setting(k[len(PARTITION_PREFIX):], v)
-            for k, v in row.options.items() if k.startswith(PARTITION_PREFIX)}
+def _row_config(row: Row, prefix: str) -> dict[str, Any]:
+    """The row's settings of one config module, by name, parsed."""
+    return {k[len(prefix):]: config_setting(k, v)
+            for k, v in row.options.items() if k.startswith(prefix)}
 
 
-def _set_process_partitioner_config(torch, row: Row) -> None:
-    """A compile row's `amb=` and `partition.NAME=` are torch's process-wide
-    settings (offload-mlir rows give theirs to the backend, as
-    `recompute_budget` and `partitioner_config`)."""
+def _set_process_compiler_config(torch, row: Row) -> None:
+    """A compile row's `amb=`, `partition.NAME=` and `inductor.NAME=` are
+    torch's process-wide settings (offload-mlir rows give theirs to the
+    backend, as `recompute_budget`, `partitioner_config` and
+    `inductor_config`)."""
     if row.family != "compile":
         return
     if "amb" in row.options:
         torch._functorch.config.activation_memory_budget = float(row.options["amb"])
-    for name, value in _partitioner_config(row).items():
-        setattr(torch._functorch.config, name, value)
+    for prefix in CONFIG_PREFIXES:
+        for name, value in _row_config(row, prefix).items():
+            setattr(_config_module(prefix), name, value)
 
 
 def _offload_mlir_backend(row: Row):
@@ -262,8 +281,10 @@ def _offload_mlir_backend(row: Row):
         kw["device_profile"] = row.options["profile"]
     if "amb" in row.options:
         kw["recompute_budget"] = float(row.options["amb"])
-    if config := _partitioner_config(row):
+    if config := _row_config(row, PARTITION_PREFIX):
         kw["partitioner_config"] = config
+    if config := _row_config(row, INDUCTOR_PREFIX):
+        kw["inductor_config"] = config
     return offload_mlir.backend(**kw)
 
 
@@ -282,7 +303,7 @@ def compiled_cuda_rows(config: str, rows: list[Row]):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.use_deterministic_algorithms(True)
     for row in rows:
-        _set_process_partitioner_config(torch, row)
+        _set_process_compiler_config(torch, row)
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[cfg["dtype"]]
     llama = models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
                                kv_heads=cfg["kv_heads"], ffn=cfg["ffn"])
@@ -837,7 +858,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         for layer in model.stack.layers:
             layer.forward = (lambda f: lambda *a: checkpoint(f, *a, use_reentrant=False))(
                 layer.forward)
-    _set_process_partitioner_config(torch, row)
+    _set_process_compiler_config(torch, row)
     if fam.startswith("torch-offload"):
         torch._functorch.config.enable_activation_offloading = True
         torch._inductor.config.joint_custom_post_pass = _mark_all_for_offload
@@ -1004,11 +1025,11 @@ def paired_rows(spec: str, option: str = "--paired") -> tuple[Row, Row]:
     for row in (row_a, row_b):
         if not row.compiled or row.family not in ("compile", "offload-mlir"):
             raise ValueError(f"{option} takes compile and offload-mlir rows, not {row.name}")
-    # A compile row's recompute budget and partitioner settings are torch's
-    # process-wide settings, which an offload-mlir row without its own would
-    # inherit.
+    # A compile row's recompute budget, partitioner and Inductor settings are
+    # torch's process-wide settings, which an offload-mlir row without its
+    # own would inherit.
     for row, other in ((row_a, row_b), (row_b, row_a)):
-        for key, value in row.partition_options.items():
+        for key, value in row.compiler_options.items():
             if row.family == "compile" and other.options.get(key) != value:
                 raise ValueError(f"{option}: a compile row's {key}= applies to both rows; "
                                  f"give the other row the same {key}=")
@@ -1029,7 +1050,7 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
     if args.deterministic:
         torch.use_deterministic_algorithms(True)
     for row in (row_a, row_b):
-        _set_process_partitioner_config(torch, row)
+        _set_process_compiler_config(torch, row)
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     cfg = models.LlamaConfig(hidden=args.hidden, heads=args.heads, kv_heads=args.kv_heads,
                              ffn=args.ffn)

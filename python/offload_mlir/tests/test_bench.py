@@ -38,17 +38,37 @@ def test_partition_settings_of_rows():
     settings."""
     name = "partition.ban_recompute_materialized_backward"
     row = bench.parse_row(f"offload-mlir:budget=0.75:{name}=0:amb=0.9")
-    assert row.partition_options == {name: "0", "amb": "0.9"}
+    assert row.compiler_options == {name: "0", "amb": "0.9"}
     assert row.grad_baseline == f"compile:{name}=0:amb=0.9"
-    assert bench._partitioner_config(row) == {"ban_recompute_materialized_backward": False}
+    assert bench._row_config(row, bench.PARTITION_PREFIX) == {
+        "ban_recompute_materialized_backward": False}
     assert bench.parse_row(f"compile:{name}=true").grad_baseline == "compile"
-    assert bench.partitioner_setting("activation_memory_budget", "0.5") == 0.5
+    assert bench.config_setting("partition.activation_memory_budget", "0.5") == 0.5
     for bad, match in ((f"eager:{name}=0", "takes no options"),
                        ("compile:partition.no_such_setting=1", "has no 'no_such_setting'"),
                        (f"compile:{name}=maybe", "not a bool"),
                        ("compile:partition.activation_memory_budget=half", "not a float")):
         with pytest.raises(ValueError, match=match):
             bench.parse_row(bad)
+
+
+def test_inductor_settings_of_rows():
+    """`inductor.NAME=` sets torch._inductor.config.NAME for a compiled
+    row's code generation, checked by name and type like the partitioner's;
+    the gradients compare with compile under the same settings."""
+    row = bench.parse_row("offload-mlir:amb=0.7:inductor.allow_buffer_reuse=0")
+    assert row.compiler_options == {"amb": "0.7", "inductor.allow_buffer_reuse": "0"}
+    assert row.grad_baseline == "compile:amb=0.7:inductor.allow_buffer_reuse=0"
+    assert bench._row_config(row, bench.INDUCTOR_PREFIX) == {"allow_buffer_reuse": False}
+    assert bench._row_config(row, bench.PARTITION_PREFIX) == {}
+    for bad, match in (("eager:inductor.allow_buffer_reuse=0", "takes no options"),
+                       ("compile:inductor.no_such_setting=1",
+                        "torch._inductor.config has no 'no_such_setting'"),
+                       ("compile:inductor.allow_buffer_reuse=maybe", "not a bool")):
+        with pytest.raises(ValueError, match=match):
+            bench.parse_row(bad)
+    with pytest.raises(ValueError, match="inductor.allow_buffer_reuse= applies to both rows"):
+        bench.paired_rows("compile:inductor.allow_buffer_reuse=0,offload-mlir")
 
 
 def test_exposed_copy_time_is_copy_time_no_kernel_covers():
@@ -428,6 +448,9 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
         "offload-mlir:reuse_freed_buffers=1")).options.reuse_freed_buffers is True
     assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
         .reuse_freed_buffers is False
+    backend = bench._offload_mlir_backend(bench.parse_row(
+        "offload-mlir:inductor.allow_buffer_reuse=0"))
+    assert backend.options.inductor_config == (("allow_buffer_reuse", False),)
 
 
 @pytest.mark.usefixtures("offload_mlir")
