@@ -150,8 +150,9 @@ class OffloadOptions:
 
     def resolved_inductor_config(self) -> dict[str, Any]:
         """The Inductor settings these graphs compile with, beyond the
-        backend's own: its defaults, less buffer reuse's where
-        `reuse_freed_buffers` asks for it, then `inductor_config`."""
+        backend's own: DEFAULT_INDUCTOR_CONFIG (without its
+        `allow_buffer_reuse=False` where `reuse_freed_buffers` asks for
+        Inductor's reuse), then `inductor_config` over it."""
         defaults = dict(DEFAULT_INDUCTOR_CONFIG)
         if self.reuse_freed_buffers:
             del defaults["allow_buffer_reuse"]
