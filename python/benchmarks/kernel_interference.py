@@ -19,6 +19,10 @@ rest: Triton's fused memory-bound kernels and ATen's elementwise ones):
     python python/benchmarks/kernel_interference.py --config bf16x8 \\
         --rows compile,offload-mlir:budget=15750000000 --rounds 8 --out OUT.json
 
+With `--heat N` each profiled step follows N unprofiled steps of its row, so
+that it runs at the power-limited clocks of a training loop rather than
+those of a GPU that idled while the last trace was written.
+
 It needs CUDA, the bridge's libraries (scripts/stage-python.sh) and
 PYTHONPATH=python.
 """
@@ -184,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", default="compile,offload-mlir:budget=15750000000")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--heat", type=int, default=0, metavar="N",
+                   help="run N unprofiled steps of the row right before each profiled "
+                        "one, so it runs at the clocks of the timed steps: a step after "
+                        "the pause of a trace export runs faster, below the GPU's power "
+                        "limit (docs/benchmarks/peers.md, runs 93-96)")
     p.add_argument("--out", default=None, help="JSON path for every figure")
     p.add_argument("--keep-traces", default=None, metavar="DIR",
                    help="gzip the last round's two chrome traces into DIR "
@@ -220,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+                for _ in range(args.heat):
+                    step(which)
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
                     step(which)
                 path = os.path.join(tmp, f"{which}-{r}.json")
@@ -237,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     versus = [compare(a, b) for a, b in zip(traces[0], traces[1])]
     noise = [compare(traces[0][i], traces[0][i + 1]) for i in range(len(traces[0]) - 1)]
     doc = {"rows": [r.name for r in rows], "config": args.config, "rounds": args.rounds,
+           "heat": args.heat,
            "device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "versus": summarize(versus), "noise": summarize(noise) if noise else None,
            "per_round": versus, "noise_per_round": noise}
