@@ -362,13 +362,32 @@ def _copies_between_matmuls(target_of, nodes):
     return copies, k
 
 
+def _one_step_code(backend):
+    """One step of the tiny LM under torch.compile with `backend`, the
+    caches off (a hit would skip the partitioner and code generation): the
+    generated code of forward and backward, and the gradients."""
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _tiny_lm()
+    step = torch.compile(model, backend=backend, dynamic=False)
+
+    def one_step():
+        step(*_data("lm", 0)).backward()
+
+    with torch._inductor.config.patch(fx_graph_cache=False), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        _, codes = run_and_get_code(one_step)
+    return codes, [p.grad for p in model.parameters()]
+
+
 def _plan_and_code(offload_mlir, monkeypatch):
     """The copies in the rebuilt graphs (the plan) and in Inductor's
     generated code, for one step of the tiny LM with plan=all."""
     import re
 
     from offload_mlir import bridge
-    from torch._inductor.utils import run_and_get_code
 
     def fx_target(n):
         if n.op != "call_function" or not hasattr(n.target, "_opname"):
@@ -385,19 +404,7 @@ def _plan_and_code(offload_mlir, monkeypatch):
         return out
 
     monkeypatch.setattr(bridge, "transform_step", recording)
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = _tiny_lm()
-    step = torch.compile(model, backend=offload_mlir.backend(min_bytes=0, plan="all"),
-                         dynamic=False)
-
-    def one_step():
-        step(*_data("lm", 0)).backward()
-
-    # A cache hit would skip the partitioner and code generation.
-    with torch._inductor.config.patch(fx_graph_cache=False), \
-            torch._functorch.config.patch(enable_autograd_cache=False):
-        _, codes = run_and_get_code(one_step)
+    codes, _ = _one_step_code(offload_mlir.backend(min_bytes=0, plan="all"))
     assert len(plans) == 2 and len(codes) == 2
     pattern = r"torch\.ops\.(offload)\.(\w+)\.default\(|extern_kernels\.()(\w+)\("
     issued = [_copies_between_matmuls(
@@ -436,28 +443,12 @@ def test_inductor_config_reaches_the_generated_code(offload_mlir):
     freed than with it on (Inductor writes `# reuse` where it does; the ones
     left are kernels written in place of their input, which the setting
     leaves on), and training is bit-identical either way."""
-    from torch._inductor.utils import run_and_get_code
-
-    def codes_and_grads(backend):
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        model = _tiny_lm()
-        step = torch.compile(model, backend=backend, dynamic=False)
-
-        def one_step():
-            step(*_data("lm", 0)).backward()
-
-        with torch._inductor.config.patch(fx_graph_cache=False), \
-                torch._functorch.config.patch(enable_autograd_cache=False):
-            _, codes = run_and_get_code(one_step)
-        return codes, [p.grad for p in model.parameters()]
-
     def reuses(codes):
         return [code.count("# reuse") for code in codes]
 
-    reusing, ref = codes_and_grads(offload_mlir.backend(
+    reusing, ref = _one_step_code(offload_mlir.backend(
         min_bytes=0, plan="all", inductor_config={"allow_buffer_reuse": True}))
-    codes, grads = codes_and_grads(offload_mlir.backend(min_bytes=0, plan="all"))
+    codes, grads = _one_step_code(offload_mlir.backend(min_bytes=0, plan="all"))
     (fw_on, bw_on), (fw_off, bw_off) = reuses(reusing), reuses(codes)
     assert fw_off <= fw_on and bw_off < bw_on, (reuses(reusing), reuses(codes))
     assert torch._inductor.config.allow_buffer_reuse  # torch's own setting untouched
