@@ -119,59 +119,6 @@ static void rebuildMembers(const TrainingStep &step,
   }
 }
 
-/// Drops the saved results in `dropped` (indices among all forward results)
-/// from the step's interface: forward's return and results, backward's
-/// arguments, and the calls of both (canShrinkSavedInterface allowed it).
-static void dropSavedResults(const TrainingStep &step,
-                             const llvm::BitVector &dropped) {
-  FunctionOpInterface forward = step.getForward();
-  FunctionOpInterface backward = step.getBackward();
-  unsigned numOutputs = step.getNumOutputs();
-  llvm::BitVector droppedArgs(backward.getNumArguments());
-  for (unsigned result : dropped.set_bits())
-    droppedArgs.set(result - numOutputs);
-
-  Operation *moduleOp = forward->getParentOp();
-  if (std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(backward, moduleOp))
-    for (const SymbolTable::SymbolUse &use : *uses) {
-      // The rest are calls; forward's `offload.backward` names it too.
-      auto call = dyn_cast<CallOpInterface>(use.getUser());
-      if (!call)
-        continue;
-      MutableOperandRange args = call.getArgOperandsMutable();
-      for (unsigned arg :
-           llvm::reverse(llvm::to_vector(droppedArgs.set_bits())))
-        args.erase(arg);
-    }
-  Operation *ret = step.getForwardReturn();
-  ret->eraseOperands(dropped);
-  (void)forward.eraseResults(dropped);
-  (void)backward.eraseArguments(droppedArgs);
-  // Calls of forward get the new result list; their dropped results fed
-  // only the backward arguments just removed.
-  if (std::optional<SymbolTable::UseRange> uses =
-          SymbolTable::getSymbolUses(forward, moduleOp))
-    for (const SymbolTable::SymbolUse &use : llvm::to_vector(*uses)) {
-      Operation *call = use.getUser();
-      SmallVector<Value> kept;
-      for (OpResult result : call->getResults())
-        if (!dropped.test(result.getResultNumber()))
-          kept.push_back(result);
-      OpBuilder builder(call);
-      Operation *replacement =
-          Operation::create(call->getLoc(), call->getName(),
-                            forward.getResultTypes(), call->getOperands(),
-                            NamedAttrList(call->getDiscardableAttrDictionary()),
-                            call->getPropertiesStorage(), call->getSuccessors(),
-                            call->getNumRegions());
-      builder.insert(replacement);
-      for (auto [from, to] : llvm::zip_equal(kept, replacement->getResults()))
-        from.replaceAllUsesWith(to);
-      call->erase();
-    }
-}
-
 /// Renumbers the saved values that offload-plan's placement stamps name
 /// (OffloadDialect::kLoadStartsAttrName, kOffloadWaitsAttrName) once the
 /// results in `dropped` leave the interface: a dropped member of a shared
@@ -284,7 +231,7 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
   }
   if (dropped.any()) {
     renumberPlacementStamps(step, dropped, sharedOf);
-    dropSavedResults(step, dropped);
+    step.dropSavedResults(dropped);
   }
   return success();
 }

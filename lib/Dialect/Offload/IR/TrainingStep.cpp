@@ -7,6 +7,7 @@
 #include "offload/Dialect/Offload/IR/TrainingStep.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/RegionKindInterface.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -158,6 +159,55 @@ Value TrainingStep::getSavedValue(unsigned i) const {
 
 BlockArgument TrainingStep::getBackwardArgument(unsigned i) const {
   return backward.getArgument(i);
+}
+
+void TrainingStep::dropSavedResults(const llvm::BitVector &dropped) const {
+  FunctionOpInterface forward = getForward();
+  FunctionOpInterface backward = getBackward();
+  unsigned numOutputs = getNumOutputs();
+  llvm::BitVector droppedArgs(backward.getNumArguments());
+  for (unsigned result : dropped.set_bits())
+    droppedArgs.set(result - numOutputs);
+
+  Operation *moduleOp = forward->getParentOp();
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(backward, moduleOp))
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      // The rest are calls; forward's `offload.backward` names it too.
+      auto call = dyn_cast<CallOpInterface>(use.getUser());
+      if (!call)
+        continue;
+      MutableOperandRange args = call.getArgOperandsMutable();
+      for (unsigned arg :
+           llvm::reverse(llvm::to_vector(droppedArgs.set_bits())))
+        args.erase(arg);
+    }
+  Operation *ret = getForwardReturn();
+  ret->eraseOperands(dropped);
+  (void)forward.eraseResults(dropped);
+  (void)backward.eraseArguments(droppedArgs);
+  // Calls of forward get the new result list; their dropped results fed
+  // only the backward arguments just removed.
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(forward, moduleOp))
+    for (const SymbolTable::SymbolUse &use : llvm::to_vector(*uses)) {
+      Operation *call = use.getUser();
+      SmallVector<Value> kept;
+      for (OpResult result : call->getResults())
+        if (!dropped.test(result.getResultNumber()))
+          kept.push_back(result);
+      OpBuilder builder(call);
+      Operation *replacement =
+          Operation::create(call->getLoc(), call->getName(),
+                            forward.getResultTypes(), call->getOperands(),
+                            NamedAttrList(call->getDiscardableAttrDictionary()),
+                            call->getPropertiesStorage(), call->getSuccessors(),
+                            call->getNumRegions());
+      builder.insert(replacement);
+      for (auto [from, to] : llvm::zip_equal(kept, replacement->getResults()))
+        from.replaceAllUsesWith(to);
+      call->erase();
+    }
 }
 
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {

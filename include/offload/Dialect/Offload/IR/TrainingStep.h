@@ -16,6 +16,7 @@
 #define OFFLOAD_DIALECT_OFFLOAD_IR_TRAININGSTEP_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/BitVector.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -53,6 +54,12 @@ public:
   unsigned getSavedResultIndex(unsigned i) const { return numOutputs + i; }
   /// The backward argument that receives saved result `i`.
   BlockArgument getBackwardArgument(unsigned i) const;
+
+  /// Drops the saved results in `dropped` (indices among all forward
+  /// results) from the step's interface: forward's return and results,
+  /// backward's arguments, and the calls of both. The caller checks that the
+  /// interface may shrink (canShrinkSavedInterface, SharedStorage.h).
+  void dropSavedResults(const llvm::BitVector &dropped) const;
 
 private:
   TrainingStep(FunctionOpInterface forward, FunctionOpInterface backward,
