@@ -312,6 +312,27 @@ static std::optional<double> getLinalgFlops(linalg::LinalgOp op) {
 
 OpCost CostModel::estimate(Operation *op) const {
   OpCost cost;
+  // A recomputation costs its body's ops, each as its own kernel;
+  // StepModel fuses it with its neighbours where the code generator would.
+  if (auto recompute = dyn_cast<RecomputeOp>(op)) {
+    bool works = false;
+    cost.memoryBound = true;
+    for (Operation &inner : recompute.getBody().front().without_terminator()) {
+      OpCost part = estimate(&inner);
+      if (part.isView || part.seconds == 0)
+        continue;
+      works = true;
+      cost.flops += part.flops;
+      cost.bytes += part.bytes;
+      cost.seconds += part.seconds;
+      cost.memoryBound &= part.memoryBound;
+      cost.known &= part.known;
+      cost.attention |= part.attention;
+      cost.scatters |= part.scatters;
+    }
+    cost.memoryBound &= works;
+    return cost;
+  }
   // Copies run on their own streams; views and ops without tensors do no
   // device work worth counting.
   if (isa<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) || isCopyStart(op))

@@ -244,7 +244,8 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
 /// none of it compute-bound, and it is an op the cost model knows.
 static bool isFusableMemoryBound(Operation *op, const OpCost &cost) {
   return !cost.isView && !cost.scatters && cost.known && cost.flops == 0 &&
-         cost.seconds > 0 && op->getNumRegions() == 0 &&
+         cost.seconds > 0 &&
+         (op->getNumRegions() == 0 || isa<RecomputeOp>(op)) &&
          !isa<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) && !isCopyStart(op);
 }
 

@@ -144,11 +144,18 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kPlannedAttrName) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!dict || dict.size() != 2 || !dict.getAs<IntegerAttr>("peak_bytes") ||
+    // The step as it came, where the plan recomputes: both or neither.
+    bool unplanned = dict && dict.size() == 4 &&
+                     dict.getAs<IntegerAttr>("unplanned_peak_bytes") &&
+                     dict.getAs<FloatAttr>("unplanned_step_seconds");
+    if (!dict || (dict.size() != 2 && !unplanned) ||
+        !dict.getAs<IntegerAttr>("peak_bytes") ||
         !dict.getAs<FloatAttr>("step_seconds"))
       return op->emitOpError()
              << "expects '" << name
-             << "' to be {peak_bytes = <integer>, step_seconds = <float>}";
+             << "' to be {peak_bytes = <integer>, step_seconds = <float>}, "
+                "with unplanned_peak_bytes = <integer> and "
+                "unplanned_step_seconds = <float> where the plan recomputes";
     if (!op->hasAttr(kBackwardAttrName))
       return op->emitOpError()
              << "has '" << name << "' but no '" << kBackwardAttrName << "'";
@@ -187,7 +194,7 @@ LogicalResult OffloadDialect::verifyRegionResultAttribute(Operation *op,
                                                           unsigned resultIndex,
                                                           NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kSelectedAttrName) {
+  if (name == kSelectedAttrName || name == kRecomputeAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
     return success();

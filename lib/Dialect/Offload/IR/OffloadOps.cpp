@@ -58,6 +58,52 @@ LogicalResult LoadToGpuOp::verify() {
                                   getResult().getType());
 }
 
+//===----------------------------------------------------------------------===//
+// RecomputeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RecomputeOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "expects a non-empty 'name' (the forward value)";
+  for (auto [index, input] : llvm::enumerate(getInputs()))
+    if (isHostResident(input.getType()) || isa<FutureLikeType>(input.getType()))
+      return emitOpError() << "input #" << index << " is " << input.getType()
+                           << ": a recomputation reads device values only "
+                              "(load a host value first)";
+  return success();
+}
+
+LogicalResult RecomputeOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "body has " << body.getNumArguments()
+                         << " arguments for " << getInputs().size()
+                         << " inputs";
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(body.getArgumentTypes(), getInputs())))
+    if (std::get<0>(pair) != std::get<1>(pair).getType())
+      return emitOpError() << "body argument #" << index << " is "
+                           << std::get<0>(pair) << ", input #" << index
+                           << " is " << std::get<1>(pair).getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end in 'offload.yield'";
+  if (yield.getValue().getType() != getResult().getType())
+    return emitOpError() << "yields " << yield.getValue().getType()
+                         << " but its result is " << getResult().getType();
+  // Computing the value again must not write anything or wait for a copy:
+  // every op of the body is free of memory effects (nested ops too).
+  WalkResult walk = body.walk([&](Operation *op) {
+    if (op == yield.getOperation() || isMemoryEffectFree(op))
+      return WalkResult::advance();
+    op->emitOpError()
+        << "has memory effects; the body of 'offload.recompute' must be free "
+           "of side effects";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 /// True for the ops that forward a future unchanged to the other future
 /// type while a conversion runs: one-shot-bufferize's
 /// `bufferization.to_tensor` and `to_buffer`, and dialect conversion's

@@ -39,6 +39,10 @@ def Offload_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
     static constexpr ::llvm::StringLiteral kSelectedAttrName = "offload.selected";
     static constexpr ::llvm::StringLiteral kKeptAttrName = "offload.kept";
+    /// On a saved result of forward: backward computes it again
+    /// (offload.recompute) instead of receiving it; offload-insert-recomputes
+    /// carries the decision out.
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName = "offload.recompute";
     /// On a forward function: what offload-plan predicted for the plan it
     /// chose, `{peak_bytes = N : i64, step_seconds = X : f64}`, with the
     /// profile as it is; the report prints it next to its own prediction

@@ -8,6 +8,7 @@
 #define OFFLOAD_DIALECT_OFFLOAD_OFFLOADOPS_TD
 
 include "offload/Dialect/Offload/IR/OffloadDialect.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/BuiltinTypeInterfaces.td"
@@ -173,6 +174,59 @@ def Offload_LoadToGpuOp : Offload_Op<"load_to_gpu", [Pure]> {
   let results = (outs Offload_DeviceTensor:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Recomputation
+//===----------------------------------------------------------------------===//
+
+def Offload_RecomputeOp : Offload_Op<"recompute", [
+    Pure, IsolatedFromAbove, SingleBlock]> {
+  let summary = "Computes a forward value again in backward";
+  let description = [{
+    The third fate of a saved value, beside keeping it on the device and
+    offloading it: backward computes it again from `inputs` instead of
+    receiving it from forward. The body is a copy of the forward ops that
+    computed it; its block arguments stand for `inputs` in order, and
+    `offload.yield` gives the value. The inputs are values backward has
+    (saved values, kept or loaded, and the arguments of backward), never
+    host-resident ones, and the body has no side effects, so computing it
+    again gives the forward value bit for bit wherever its ops are
+    deterministic (the planner never recomputes seeded random ops).
+
+    `name` is the name of the forward value (its FX node for traced ops),
+    for the report and the PyTorch bridge. `offload-plan` makes these ops
+    (its recompute decisions), `offload-reorder-backward` places each right
+    before its first real consumer, and `offload-inline-recomputes` replaces
+    each by its body before bufferization.
+
+    Example:
+
+    ```mlir
+    %n = offload.recompute(%x, %rstd) {name = "mul"}
+        : (tensor<8x1024xf32>, tensor<8x1xf32>) -> tensor<8x1024xf32> {
+    ^bb0(%a: tensor<8x1024xf32>, %b: tensor<8x1xf32>):
+      %m = trace.op "aten.mul.Tensor"(%a, %b) {node = "mul"}
+          : (tensor<8x1024xf32>, tensor<8x1xf32>) -> tensor<8x1024xf32>
+      offload.yield %m : tensor<8x1024xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$name);
+  let results = (outs AnyType:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $result) $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Offload_YieldOp : Offload_Op<"yield", [
+    Pure, ReturnLike, Terminator, HasParent<"::mlir::offload::RecomputeOp">]> {
+  let summary = "Yields the value an offload.recompute computes";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 //===----------------------------------------------------------------------===//
