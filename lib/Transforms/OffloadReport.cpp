@@ -87,14 +87,23 @@ struct Prediction {
   /// What offload-plan predicted for its plan (`offload.planned`), if it ran.
   std::optional<int64_t> plannedPeak;
   std::optional<double> plannedStep;
+  /// Where the plan recomputes: the step as it came, before the plan.
+  std::optional<int64_t> unplannedPeak;
+  std::optional<double> unplannedStep;
 };
 
-/// A backward op that computes again what forward computed (`trace.op`
-/// with `recomputed`), and its predicted time on the compute stream.
+/// A backward op that computes again what forward computed, and its
+/// predicted time on the compute stream: a `trace.op` marked `recomputed`
+/// (the framework's partitioner decided), or an `offload.recompute` (the
+/// planner decided; `node` is the value's name, `forwardNodes` the traced
+/// forward ops it repeats, `bytes` the value's size).
 struct RecomputedOp {
   Position position;
   std::string node;
   double seconds = 0;
+  bool planned = false;
+  std::vector<std::string> forwardNodes;
+  std::optional<int64_t> bytes;
 };
 
 struct StepReport {
@@ -270,11 +279,22 @@ static LogicalResult findRecomputed(const TrainingStep &step,
   indexOps(step.getBackward().getFunctionBody().front(), index);
   for (Operation &op : step.getBackward().getFunctionBody().front()) {
     auto traced = dyn_cast<trace::OpOp>(op);
-    if (!traced || !traced.getRecomputed())
+    auto recompute = dyn_cast<RecomputeOp>(op);
+    if (!recompute && (!traced || !traced.getRecomputed()))
       continue;
     RecomputedOp entry;
     entry.position = positionOf(&op, index);
-    entry.node = traced.getNode().value_or("").str();
+    if (recompute) {
+      entry.planned = true;
+      entry.node = recompute.getName().str();
+      entry.bytes = getTensorSizeInBytes(recompute.getType());
+      recompute.getBody().walk([&](TracedOpInterface inner) {
+        if (std::optional<StringRef> node = inner.getNode())
+          entry.forwardNodes.push_back(node->str());
+      });
+    } else {
+      entry.node = traced.getNode().value_or("").str();
+    }
     if (std::optional<unsigned> pos = model.getPosition(&op))
       entry.seconds =
           model.getComputeStart(*pos + 1) - model.getComputeStart(*pos);
@@ -321,6 +341,10 @@ static Prediction predict(const TrainingStep &step, const StepModel &model,
     prediction.plannedPeak = planned.getAs<IntegerAttr>("peak_bytes").getInt();
     prediction.plannedStep =
         planned.getAs<FloatAttr>("step_seconds").getValueAsDouble();
+    if (auto peak = planned.getAs<IntegerAttr>("unplanned_peak_bytes"))
+      prediction.unplannedPeak = peak.getInt();
+    if (auto step = planned.getAs<FloatAttr>("unplanned_step_seconds"))
+      prediction.unplannedStep = step.getValueAsDouble();
   }
   return prediction;
 }
@@ -391,6 +415,14 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
       for (const RecomputedOp &r : report.recomputed)
         os << llvm::formatv(" #{0} {1}", r.position.index, r.position.op);
       os << "\n";
+      for (const RecomputedOp &r : report.recomputed)
+        if (r.planned)
+          os << llvm::formatv("  recomputed by the plan: \"{0}\" ({1}, {2} "
+                              "forward ops) before backward #{3}, predicted "
+                              "{4}\n",
+                              r.node, formatBytes(r.bytes),
+                              r.forwardNodes.size(), r.position.index,
+                              formatSeconds(r.seconds));
     }
     const Prediction &p = report.prediction;
     os << llvm::formatv("predicted ({0}): moved {1} to host and {2} back; "
@@ -410,6 +442,11 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                           "memory {0}; step {1}\n",
                           formatBytes(*p.plannedPeak),
                           formatSeconds(*p.plannedStep));
+    if (p.unplannedPeak && p.unplannedStep)
+      os << llvm::formatv("before the plan's recomputation (the step as it "
+                          "came): peak device memory {0}; step {1}\n",
+                          formatBytes(*p.unplannedPeak),
+                          formatSeconds(*p.unplannedStep));
     for (auto [label, point] :
          {std::pair{"without offload", &p.peakAtBefore},
           std::pair{"with offload", &p.peakAtAfter}})
@@ -472,10 +509,17 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
     llvm::json::Array recomputedOps;
     double recomputeSeconds = 0;
     for (const RecomputedOp &r : report.recomputed) {
-      recomputedOps.push_back(llvm::json::Object{{"index", r.position.index},
-                                                 {"op", r.position.op},
-                                                 {"node", r.node},
-                                                 {"seconds", r.seconds}});
+      llvm::json::Object entry{{"index", r.position.index},
+                               {"op", r.position.op},
+                               {"node", r.node},
+                               {"seconds", r.seconds},
+                               {"planned", r.planned}};
+      if (r.planned) {
+        entry["forward_nodes"] = llvm::json::Array(r.forwardNodes);
+        if (r.bytes)
+          entry["bytes"] = *r.bytes;
+      }
+      recomputedOps.push_back(std::move(entry));
       recomputeSeconds += r.seconds;
     }
     steps.push_back(llvm::json::Object{
@@ -507,6 +551,12 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
           "planned", llvm::json::Object{
                          {"peak_bytes", *report.prediction.plannedPeak},
                          {"step_seconds", *report.prediction.plannedStep}});
+    if (report.prediction.unplannedPeak && report.prediction.unplannedStep) {
+      llvm::json::Object *planned =
+          steps.back().getAsObject()->getObject("planned");
+      (*planned)["unplanned_peak_bytes"] = *report.prediction.unplannedPeak;
+      (*planned)["unplanned_step_seconds"] = *report.prediction.unplannedStep;
+    }
   }
   os << llvm::formatv("{0:2}",
                       llvm::json::Value(llvm::json::Object{

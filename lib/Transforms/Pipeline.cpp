@@ -31,6 +31,9 @@ static void buildPipeline(OpPassManager &pm,
   find.minBytes = options.minBytes;
   find.denyOps.assign(options.denyOps.begin(), options.denyOps.end());
   pm.addPass(createFindSavedActivations(find));
+  // Recomputation a framework or the user already decided on comes first:
+  // the plan is made on the step that will run.
+  pm.addPass(createInsertRecomputes());
   if (options.plan != PlanMode::All || !options.budget.empty()) {
     PlanOffloadsOptions plan;
     plan.plan = options.plan;
@@ -43,6 +46,9 @@ static void buildPipeline(OpPassManager &pm,
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.coalesceBelow = options.coalesceBelow;
+    plan.recompute = options.recompute;
+    plan.maxRecompute = options.maxRecompute;
+    plan.recomputeMaxOps = options.recomputeMaxOps;
     setStepModelOptions(plan, options);
     pm.addPass(createPlanOffloads(plan));
   }

@@ -19,13 +19,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "PassDeviceProfile.h"
+#include "offload/Analysis/Recompute.h"
+#include "offload/Analysis/SharedStorage.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
+#include "offload/Transforms/Recompute.h"
 #include "offload_support/ByteSize.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Threading.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -363,9 +367,173 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     CostModel costModel(mode == PlanMode::Hidden
                             ? profile->withCopyMargin(copyMargin)
                             : *profile);
+    if (!(maxRecompute >= 0) || !std::isfinite(maxRecompute)) {
+      emitError(getOperation().getLoc())
+          << "max-recompute must be a finite fraction >= 0, got "
+          << maxRecompute;
+      return signalPassFailure();
+    }
     for (const TrainingStep &step : steps)
-      if (failed(planStep(step, costModel, execution, mode, *inflight)))
+      if (failed(planStepJointly(step, costModel, execution, mode, *inflight)))
         return signalPassFailure();
+  }
+
+  /// What planStep predicts for a step, read from its `offload.planned`.
+  struct Outcome {
+    bool fits = false;
+    int64_t peakBytes = 0;
+    double stepSeconds = kInfiniteSeconds;
+  };
+
+  /// Plans `step` with recomputation (see the pass description): ranks the
+  /// recompute candidates, predicts the plan planStep makes on top of the
+  /// best-ranked k of them for a sweep of k (each on a copy of the module),
+  /// carries out the best k's recomputation and plans the copies on it.
+  LogicalResult planStepJointly(const TrainingStep &step,
+                                const CostModel &costModel,
+                                const ExecutionModel &execution, PlanMode mode,
+                                int64_t inflight) {
+    if (!recompute || !canShrinkSavedInterface(step))
+      return planStep(step, costModel, execution, mode, inflight);
+    FunctionOpInterface forward = step.getForward();
+    auto selectedName = StringAttr::get(&getContext(),
+                                        OffloadDialect::kSelectedAttrName);
+    SmallVector<unsigned> selected;
+    for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i)
+      if (forward.getResultAttr(step.getSavedResultIndex(i), selectedName))
+        selected.push_back(i);
+    SmallVector<RecomputeCandidate, 0> candidates = findRecomputeCandidates(
+        step, *nominalCostModel, selected, recomputeMaxOps);
+    if (candidates.empty())
+      return planStep(step, costModel, execution, mode, inflight);
+    // Bytes freed per second of recomputation, most first.
+    SmallVector<unsigned> order =
+        llvm::to_vector(llvm::seq<unsigned>(0, candidates.size()));
+    auto rate = [&](unsigned c) {
+      return double(candidates[c].bytes) /
+             std::max(candidates[c].seconds, 1e-12);
+    };
+    llvm::stable_sort(order,
+                      [&](unsigned a, unsigned b) { return rate(a) > rate(b); });
+    SmallVector<unsigned> ranked =
+        pickCompatibleRecomputes(candidates, order, candidates.size());
+
+    // The step without offload or recomputation, for plan=hidden's limit.
+    FailureOr<StepModel> model =
+        StepModel::build(step, *nominalCostModel, execution);
+    if (failed(model))
+      return failure();
+    SimulationResult without = model->simulate(model->getEmptyPlan());
+    double limit = without.stepSeconds * (1 + maxSlowdown + maxRecompute);
+    // A fraction of a budget is of this step's peak, before any
+    // recomputation lowers it.
+    Budget stepBudget = budgetValue;
+    auto restoreBudget =
+        llvm::make_scope_exit([&, saved = budgetValue] { budgetValue = saved; });
+    if (mode == PlanMode::Budget)
+      budgetValue.bytes = stepBudget.resolve(without.peakBytes);
+
+    // The first k ranked candidates, as candidates of `target` (a copy of
+    // `step` whose saved links are numbered alike).
+    auto prefixOf = [&](const TrainingStep &target, size_t k) {
+      SmallVector<unsigned> links;
+      for (unsigned c : ArrayRef(ranked).take_front(k))
+        llvm::append_range(links, candidates[c].links);
+      return findRecomputeCandidates(target, *nominalCostModel, links,
+                                     recomputeMaxOps);
+    };
+    StringAttr forwardName = forward.getNameAttr();
+    llvm::DenseMap<size_t, Outcome> outcomes;
+    auto predict = [&](size_t k) -> const Outcome & {
+      if (auto it = outcomes.find(k); it != outcomes.end())
+        return it->second;
+      OwningOpRef<ModuleOp> copy = getOperation().clone();
+      Outcome outcome;
+      {
+        // The plans that do not fit are expected: their errors are not the
+        // pass's.
+        ScopedDiagnosticHandler quiet(&getContext(),
+                                      [](Diagnostic &) { return success(); });
+        auto copyForward = dyn_cast_or_null<FunctionOpInterface>(
+            SymbolTable::lookupSymbolIn(*copy, forwardName));
+        FailureOr<TrainingStep> copyStep = failure();
+        if (copyForward)
+          copyStep = TrainingStep::get(copyForward);
+        if (succeeded(copyStep)) {
+          insertRecomputes(*copyStep, prefixOf(*copyStep, k));
+          outcome.fits = succeeded(
+              planStep(*copyStep, costModel, execution, mode, inflight));
+          if (auto planned = copyForward->getAttrOfType<DictionaryAttr>(
+                  OffloadDialect::kPlannedAttrName)) {
+            outcome.peakBytes =
+                planned.getAs<IntegerAttr>("peak_bytes").getInt();
+            outcome.stepSeconds =
+                planned.getAs<FloatAttr>("step_seconds").getValueAsDouble();
+          }
+        }
+      }
+      if (mode == PlanMode::Hidden)
+        outcome.fits = outcome.fits && outcome.stepSeconds <= limit;
+      return outcomes[k] = outcome;
+    };
+    // Whether k's plan is better than best's: plan=budget, the faster of
+    // those that fit; plan=hidden, the lower peak of those within the limit.
+    // Ties go to fewer recomputations.
+    auto better = [&](size_t k, size_t best) {
+      const Outcome &a = predict(k), &b = predict(best);
+      if (a.fits != b.fits)
+        return a.fits;
+      if (!a.fits)
+        return false;
+      if (mode == PlanMode::Budget)
+        return a.stepSeconds < b.stepSeconds * (1 - 1e-9) ||
+               (a.stepSeconds <= b.stepSeconds * (1 + 1e-9) && k < best);
+      return a.peakBytes < b.peakBytes ||
+             (a.peakBytes == b.peakBytes && a.stepSeconds < b.stepSeconds);
+    };
+    // A grid over k, then a local search around the best point with
+    // halving steps.
+    size_t n = ranked.size();
+    constexpr size_t kGrid = 8;
+    size_t best = 0;
+    for (size_t i = 1; i <= kGrid; ++i)
+      if (size_t k = n * i / kGrid; better(k, best))
+        best = k;
+    for (size_t stride = std::max<size_t>(n / (2 * kGrid), 1);;
+         stride /= 2) {
+      size_t center = best;
+      if (center >= stride && better(center - stride, best))
+        best = center - stride;
+      if (center + stride <= n && better(center + stride, best))
+        best = center + stride;
+      if (stride == 1)
+        break;
+    }
+    // Nothing fits: the copies alone make the error's plan (recomputing
+    // can raise a peak, where a recomputed value lives longer in backward
+    // than its inputs would have).
+    if (!predict(best).fits)
+      best = 0;
+    SmallVector<RecomputeCandidate, 0> chosen = prefixOf(step, best);
+    insertRecomputes(step, chosen);
+    peakAsItCame = without.peakBytes;
+    auto forget = llvm::make_scope_exit([&] { peakAsItCame.reset(); });
+    if (failed(planStep(step, costModel, execution, mode, inflight)))
+      return failure();
+    if (chosen.empty())
+      return success();
+    // The report sets the plan beside the step as it came.
+    auto planned =
+        forward->getAttrOfType<DictionaryAttr>(OffloadDialect::kPlannedAttrName);
+    NamedAttrList entries(planned);
+    Builder builder(&getContext());
+    entries.set("unplanned_peak_bytes",
+                builder.getI64IntegerAttr(without.peakBytes));
+    entries.set("unplanned_step_seconds",
+                builder.getF64FloatAttr(without.stepSeconds));
+    forward->setAttr(OffloadDialect::kPlannedAttrName,
+                     entries.getDictionary(&getContext()));
+    return success();
   }
 
   /// The parsed `budget` option, for plan=budget.
@@ -753,11 +921,17 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// The smallest predicted peak fitBudget reached when it found no plan
   /// within the budget.
   int64_t reachedPeak = 0;
+  /// planStepJointly: the peak of the step before its recomputation, while
+  /// the plan on the recomputed step is made.
+  std::optional<int64_t> peakAsItCame;
   /// Set where a budget plan is made synchronous (see planStep).
   std::optional<Planner> synchronousPlanner;
 
   LogicalResult emitBudgetError(const TrainingStep &step, int64_t limit,
                                 int64_t peakWithout) {
+    // Where the plan recomputed, "without offload" is the step as it came.
+    if (peakAsItCame)
+      peakWithout = *peakAsItCame;
     // Two decimals: the peaks are often within a tenth of the budget.
     auto format = [](int64_t bytes) {
       return offload_support::formatByteSize(bytes, /*decimals=*/2);

@@ -150,10 +150,13 @@ collectViewsToSink(Block &block, ArrayRef<Value> roots, bool allViews) {
   return views;
 }
 
-/// The values backward reads saved results through: the saved arguments and
-/// the loads of host-resident ones.
+/// The values backward reads saved results through: the saved arguments, the
+/// loads of host-resident ones, and the values it recomputes.
 static SmallVector<Value> getSavedValuesInBackward(const TrainingStep &step) {
   SmallVector<Value> values;
+  for (Operation &op : step.getBackward().getFunctionBody().front())
+    if (auto recompute = dyn_cast<RecomputeOp>(op))
+      values.push_back(recompute.getResult());
   for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
     BlockArgument arg = step.getBackwardArgument(i);
     values.push_back(arg);

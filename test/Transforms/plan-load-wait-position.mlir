@@ -7,7 +7,7 @@
 // report of the IR. Here %g's load may start only after mm_3, which reads %h
 // right after %h's load is waited (before, the IR issued it between the two:
 // 420.9 us in the report against 431.6 us planned).
-// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 
 // REPORT: offloaded 2 values

@@ -6,10 +6,10 @@
 // end of forward). offload-insert-offloads renumbers them when the shared
 // copy's second slot leaves the interface; offload-schedule-copies places the
 // loads there and removes the stamps. schedule=false records nothing.
-// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLAN
-// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" -offload-insert-offloads | FileCheck %s --check-prefix=RENUMBERED
-// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLACED
-// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | FileCheck %s --check-prefix=SYNC
+// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLAN
+// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" -offload-insert-offloads | FileCheck %s --check-prefix=RENUMBERED
+// RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLACED
+// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | FileCheck %s --check-prefix=SYNC
 
 // PLAN-LABEL: func.func @backward
 // PLAN: trace.op "aten.mm.default"(%arg3, %arg3) {node = "mm_2", offload.load_starts = array<i64: 0, 2>}

@@ -6,7 +6,7 @@
 // first. The planner used to take the last slot saved as %h for the leader,
 // so it predicted %h's copy first and %h's load, which backward needs first,
 // 69 us earlier than the emitted IR allows (465.3 against 534.3 us).
-// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 
 // REPORT: offloaded 2 values

@@ -15,6 +15,7 @@
 // JSON-NEXT:     "index": 0,
 // JSON-NEXT:     "node": "relu",
 // JSON-NEXT:     "op": "aten.relu.default \"relu\"",
+// JSON-NEXT:     "planned": false,
 // JSON-NEXT:     "seconds": 2.{{[0-9]+}}e-06
 // JSON-NEXT:   },
 // JSON-NEXT:   {

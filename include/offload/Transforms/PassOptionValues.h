@@ -74,6 +74,12 @@ inline constexpr double kCopyMargin = 0.05;
 /// 1.016x scheduled against 1.376x with every load at its wait, at the same
 /// peak; docs/benchmarks/peers.md, run 21).
 inline constexpr bool kSchedule = true;
+/// offload-plan plans recomputation with the copies.
+inline constexpr bool kRecompute = true;
+/// plan=hidden: recomputation may add 1% to the predicted step.
+inline constexpr double kMaxRecompute = 0.01;
+/// A recomputation repeats at most this many forward ops.
+inline constexpr unsigned kRecomputeMaxOps = 32;
 /// `max-inflight-bytes`, parsed by offload_support::parseByteSize.
 inline constexpr const char kMaxInflightBytes[] = "2GiB";
 /// `coalesce-below`, parsed by offload_support::parseByteSize: scheduled

@@ -93,6 +93,20 @@ struct OffloadPipelineOptions
                      "transfer (offload.offload_group_start, "
                      "offload.load_group_start)"),
       llvm::cl::init(defaults::kCoalesceBelow)};
+  PassOptions::Option<bool> recompute{
+      *this, "recompute",
+      llvm::cl::desc("With plan=hidden|budget: plan recomputation of cheap "
+                     "saved values with the copies (offload.recompute)"),
+      llvm::cl::init(defaults::kRecompute)};
+  PassOptions::Option<double> maxRecompute{
+      *this, "max-recompute",
+      llvm::cl::desc("plan=hidden: largest predicted step time increase "
+                     "recomputation may add, on top of max-slowdown"),
+      llvm::cl::init(defaults::kMaxRecompute)};
+  PassOptions::Option<unsigned> recomputeMaxOps{
+      *this, "recompute-max-ops",
+      llvm::cl::desc("Most forward ops one recomputation may repeat"),
+      llvm::cl::init(defaults::kRecomputeMaxOps)};
   PassOptions::Option<std::string> deviceProfile{
       *this, "device-profile",
       llvm::cl::desc("JSON device profile for the cost model"),
@@ -112,7 +126,7 @@ struct OffloadPipelineOptions
       llvm::cl::init(defaults::kReuseFreedBuffers)};
 };
 
-/// Adds find, plan (for plan=hidden|budget), insert-offloads,
+/// Adds find, insert-recomputes, plan (for plan=hidden|budget), insert-offloads,
 /// reorder-backward, insert-loads, schedule-copies (with schedule=true) and
 /// the report (if asked for) to `pm`.
 void buildOffloadPipeline(OpPassManager &pm,

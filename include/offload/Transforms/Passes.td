@@ -89,6 +89,55 @@ def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
 
+def InsertRecomputes : Pass<"offload-insert-recomputes", "ModuleOp"> {
+  let summary = "Compute saved results marked offload.recompute again in backward";
+  let description = [{
+    For every saved result of a training step marked `offload.recompute`
+    (by hand, or by a framework that made the decision), drops the result
+    from the step's interface and computes the value again in backward: an
+    `offload.recompute` holding a copy of the forward ops that computed it
+    from other saved values, placed right before its first real consumer
+    (views of the value above that consumer move below it). The forward ops
+    that only computed the dropped value are erased.
+
+    A marked value must be computed from saved values that stay saved, by
+    views, constants and memory-bound ops of known cost without side effects
+    or random state (see `offload/Analysis/Recompute.h`); otherwise the pass
+    fails with an error at the value. `offload-plan` makes the same
+    rewrite for the values it decides to recompute.
+
+    ```mlir
+    // Before: %n (a norm's output) is saved next to its inputs %x and %r.
+    %n = arith.mulf %x, %r : tensor<4x8xf32>
+    return %y, %x, %r, %n : ...  // {offload.recompute} on the result of %n
+    func.func @backward(%x: ..., %r: ..., %n: ..., %g: ...) {
+      %d = arith.mulf %g, %n : tensor<4x8xf32>
+    // After: backward computes %n again right before its consumer.
+    return %y, %x, %r : ...
+    func.func @backward(%x: ..., %r: ..., %g: ...) {
+      %n = offload.recompute(%x, %r) {name = "n"} : (...) -> tensor<4x8xf32> {
+      ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>):
+        %m = arith.mulf %a, %b : tensor<4x8xf32>
+        offload.yield %m : tensor<4x8xf32>
+      }
+      %d = arith.mulf %g, %n : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
+def InlineRecomputes : Pass<"offload-inline-recomputes", "ModuleOp"> {
+  let summary = "Replace each offload.recompute by the ops of its body";
+  let description = [{
+    Moves the body of every `offload.recompute` in front of it, its block
+    arguments replaced by the op's inputs, and the op's result by the
+    yielded value: the form the lowering (bufferization, then the LLVM
+    dialect) and code generators that know nothing of the offload dialect
+    take. Run it after the scheduling passes, which place copies around the
+    recomputations.
+  }];
+}
+
 def InsertOffloads : Pass<"offload-insert-offloads", "ModuleOp"> {
   let summary = "Offload selected saved results right after their last forward use";
   let description = [{
@@ -265,7 +314,7 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
 }
 
 def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
-  let summary = "Choose which selected values to offload from predicted cost";
+  let summary = "Choose which selected values to offload or recompute from predicted cost";
   let description = [{
     Runs after `offload-find-saved-activations` and before
     `offload-insert-offloads`. With `plan=all` it changes nothing. With
@@ -281,6 +330,21 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     no longer needed. Values it leaves on the device get
     `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
     stating the smallest predicted peak reachable.
+
+    With `recompute=true` (the default) it plans recomputation with the
+    copies: a selected value that views, constants and memory-bound ops
+    (norms, pointwise chains; never matmuls or attention) compute from other
+    saved values may be computed again in backward instead of saved
+    (`offload/Analysis/Recompute.h`). Such values are ranked by bytes freed
+    per second of recomputation; for a number of the best-ranked (a sweep
+    over how many, each with the copies planned on top as above), the cost
+    model predicts step time and peak, and the pass keeps the combination
+    that fits `budget` fastest, or, for plan=hidden, the lowest peak within
+    `max-slowdown` plus `max-recompute` of the step without either. It
+    carries its recompute decisions out itself (as
+    `offload-insert-recomputes` does: `offload.recompute` in backward, the
+    values gone from the interface), so the copies are planned on the step
+    that will run.
 
     It records its prediction for the chosen plan on the forward function
     (`offload.planned`) and, with `schedule=true`, where that plan places
@@ -333,6 +397,18 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            "Predict copies smaller than this (a byte size; 0: none) issued "
            "at one point as one transfer, as offload-schedule-copies groups "
            "them">,
+    Option<"recompute", "recompute", "bool",
+           /*default=*/"::mlir::offload::defaults::kRecompute",
+           "Plan recomputation with the copies: selected values that cheap "
+           "forward ops compute from other saved values may be computed "
+           "again in backward instead (offload.recompute)">,
+    Option<"maxRecompute", "max-recompute", "double",
+           /*default=*/"::mlir::offload::defaults::kMaxRecompute",
+           "plan=hidden: largest predicted step time increase recomputation "
+           "may add, as a fraction, on top of max-slowdown">,
+    Option<"recomputeMaxOps", "recompute-max-ops", "unsigned",
+           /*default=*/"::mlir::offload::defaults::kRecomputeMaxOps",
+           "Most forward ops one recomputation may repeat">,
   ]);
 }
 
