@@ -21,6 +21,7 @@ _LAZY = {
     "trace_training_step": "fx_export",
     "emit_mlir": "fx_export",
     "backend": "bridge",
+    "recompute_reference_backend": "bridge",
     "last_report": "bridge",
     "OffloadOptions": "bridge",
     "BridgeWarning": "bridge",

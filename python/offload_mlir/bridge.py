@@ -112,6 +112,11 @@ class OffloadOptions:
     # torch._inductor.config settings for these graphs' code generation, by
     # name, over the backend's defaults (say {"max_autotune": True}).
     inductor_config: tuple[tuple[str, Any], ...] = ()
+    # The planner chooses recomputation with the copies (the pipeline's
+    # `recompute`): saved values cheap forward ops compute from other saved
+    # values may be computed again in backward; the partitioner carries the
+    # decisions out (OffloadPartitioner).
+    recompute: bool = True
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -124,6 +129,8 @@ class OffloadOptions:
             raise ValueError("min_bytes must be a non-negative int")
         if not isinstance(self.reuse_freed_buffers, bool):
             raise ValueError("reuse_freed_buffers must be a bool")
+        if not isinstance(self.recompute, bool):
+            raise ValueError("recompute must be a bool")
         if self.budget is not None:
             _budget_option(self.budget)
         if self.recompute_budget is not None and (
@@ -172,6 +179,29 @@ class OffloadOptions:
         GPU, or None (the compiler's built-in H100 defaults)."""
         return self.device_profile or default_device_profile()
 
+    def after_recompute(self, first: dict[str, Any]) -> "OffloadOptions":
+        """The options that plan the copies once the partitioner carried out
+        the first plan's recomputation: no recomputation of its own, and a
+        budget fraction resolved against the step as it first came (the
+        recomputed step's peak is lower)."""
+        budget = self.budget
+        if budget is not None:
+            steps = first.get("pipeline", {}).get("steps", [])
+            came = steps[0].get("planned", {}).get("unplanned_peak_bytes") if steps else None
+            fraction = None
+            if isinstance(budget, (int, float)) and not isinstance(budget, bool) \
+                    and 0 < budget <= 1:
+                fraction = float(budget)
+            elif isinstance(budget, str):
+                try:
+                    value = float(budget)
+                    fraction = value if 0 < value <= 1 else None
+                except ValueError:
+                    pass
+            if fraction is not None and came:
+                budget = int(fraction * came)
+        return dataclasses.replace(self, recompute=False, budget=budget)
+
     def pipeline_options(self, report: str = "json") -> str:
         parts = [f"min-bytes={self.min_bytes}"]
         if self.budget is not None:
@@ -190,6 +220,8 @@ class OffloadOptions:
         # memory at its wait, through PyTorch's stream-ordered allocator, so
         # the compute stream waits there for the copy; and Inductor fuses the
         # memory-bound ops the exported graph still lists one by one.
+        if not self.recompute:
+            parts.append("recompute=false")
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
@@ -295,11 +327,27 @@ class OffloadPartitioner(CustomPartitionerFn):
         patch = dict(self.options.partitioner_config)
         if self.options.recompute_budget is not None:
             patch["activation_memory_budget"] = float(self.options.recompute_budget)
-        with torch._functorch.config.patch(patch):
-            fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+
+        def partition():
+            with torch._functorch.config.patch(patch):
+                return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+
+        fw, bw = partition()
         num_fwd_outputs = int(kwargs["num_fwd_outputs"])
         try:
             new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, self.options)
+            recomputed = planned_recomputes(report)
+            if recomputed:
+                # The plan recomputes saved values: the partitioner carries
+                # that out (it places and fuses recomputation as it does its
+                # own), then the copies are planned on its partition.
+                tag_must_recompute(gm, recomputed)
+                fw, bw = partition()
+                first = report
+                new_fw, new_bw, report = transform_step(
+                    fw, bw, num_fwd_outputs, self.options.after_recompute(first))
+                report["recomputed"] = recomputed
+                report["joint_plan"] = first["pipeline"]
         except _Fallback as e:
             warnings.warn(
                 f"offload_mlir: compiling this graph without offloading: {e}",
@@ -313,6 +361,66 @@ class OffloadPartitioner(CustomPartitionerFn):
 
 class _Fallback(Exception):
     pass
+
+
+def planned_recomputes(report: dict[str, Any]) -> dict[str, list[str]]:
+    """The saved values the pipeline's plan recomputes, each with the forward
+    FX nodes its recomputation repeats (from the report)."""
+    planned: dict[str, list[str]] = {}
+    for step in report.get("pipeline", {}).get("steps", []):
+        for entry in step.get("recomputed", []):
+            if entry.get("planned"):
+                planned[entry["node"]] = list(entry.get("forward_nodes", []))
+    return planned
+
+
+def tag_must_recompute(joint: torch.fx.GraphModule, recomputed: Mapping[str, list[str]]) -> None:
+    """Marks the forward nodes of `recomputed` in the joint graph as
+    checkpointing's MUST_RECOMPUTE, so that the min-cut partitioner computes
+    them again in backward (as torch.utils.checkpoint's policies do). Views
+    stay untagged: the partitioner recomputes views on its own."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    names = {n for nodes in recomputed.values() for n in nodes}
+    by_name = {n.name: n for n in joint.graph.nodes}
+    missing = sorted(names - set(by_name))
+    if missing:
+        raise _Fallback(f"recomputed nodes {missing[:5]} are not in the joint graph")
+    for name in names:
+        by_name[name].meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+
+
+class RecomputeTagPartitioner(CustomPartitionerFn):
+    """Inductor's min-cut partition with the forward nodes `recomputed`
+    names (as planned_recomputes gives them) tagged must-recompute, and no
+    offloading: plain Inductor carrying out the same recompute decisions, the
+    reference a joint plan's gradients are compared with."""
+
+    def __init__(self, recomputed: Mapping[str, list[str]]):
+        self.recomputed = {k: list(v) for k, v in recomputed.items()}
+
+    def uuid(self) -> Any:
+        return hashlib.sha256(json.dumps(self.recomputed, sort_keys=True).encode()).hexdigest()
+
+    def __call__(self, gm, joint_inputs, **kwargs):
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+        tag_must_recompute(gm, self.recomputed)
+        return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+
+
+def recompute_reference_backend(recomputed: Mapping[str, list[str]]) -> Callable:
+    """A torch.compile backend: plain Inductor with RecomputeTagPartitioner."""
+    partitioner = RecomputeTagPartitioner(recomputed)
+
+    def compile_reference(gm, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        with torch._functorch.config.patch(enable_autograd_cache=False):
+            return compile_fx(gm, example_inputs,
+                              config_patches={"custom_partitioner_fn": partitioner})
+
+    return compile_reference
 
 
 def _check_supported(fw, bw) -> None:
@@ -353,7 +461,8 @@ def _written_args(node: torch.fx.Node) -> list[Any]:
 
 
 def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
-    """The rebuilt forward and backward graphs and the pipeline's report."""
+    """The rebuilt forward and backward graphs and the pipeline's report; no
+    graphs (None, None) where the plan recomputes saved values."""
     from .fx_export import ExportError, TracedStep, emit_mlir
 
     _check_supported(fw, bw)
@@ -382,6 +491,10 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
 def _dump_ir(ir: str) -> None:
     """Writes the exported IR of each graph into $OFFLOAD_MLIR_DUMP_DIR, if
     set, to replay the pipeline on it with offload-opt."""
+    if options.recompute and planned_recomputes({"pipeline": report}):
+        # The partitioner carries out the recomputation (OffloadPartitioner);
+        # this IR's graphs are not rebuilt.
+        return None, None, {"pipeline": report, "offloaded": [], "fallback": None}
     directory = os.environ.get("OFFLOAD_MLIR_DUMP_DIR")
     if not directory:
         return
@@ -498,6 +611,7 @@ def backend(
     offload from what it saves; the report lists the recomputed ops and
     their predicted time), and `load_lead` (the pipeline's `load-lead`:
     start each load this fraction of its copy time earlier than the model
+    recompute: bool = True,
     needs, where memory allows; default 5%), and `partitioner_config`
     (other `torch._functorch.config` settings, by name, for these graphs'
     partitioner, such as `{"ban_recompute_materialized_backward": False}`),
@@ -505,7 +619,11 @@ def backend(
     frees for reuse, which the backend turns off by default, and plan with
     them: the pipeline's `reuse-freed-buffers`), and `inductor_config`
     (`torch._inductor.config` settings, by name, for these graphs' code,
-    over the backend's defaults `DEFAULT_INDUCTOR_CONFIG`).
+    over the backend's defaults `DEFAULT_INDUCTOR_CONFIG`), and `recompute`
+    (the planner may compute cheap saved values again in backward instead of
+    saving or offloading them; the partitioner carries that out through
+    checkpointing's must-recompute tags, and `last_report()["recomputed"]`
+    names them).
     """
     options = OffloadOptions(
         min_bytes=min_bytes, plan="budget" if budget is not None else plan,
@@ -530,6 +648,7 @@ def backend(
         # which AOTAutograd runs later, outside this call. AOTAutograd's own
         # cache would skip the partitioner, and with it the report and
         # last_report(); Inductor's cache of the rebuilt graphs stays on.
+        recompute=recompute,
         patches = INDUCTOR_PATCHES | options.resolved_inductor_config() | {
             "custom_partitioner_fn": partitioner,
             "post_grad_custom_post_pass": installed_pass(torch._inductor.config),

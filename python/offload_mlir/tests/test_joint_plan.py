@@ -1,0 +1,82 @@
+"""Offload and recompute planned together, through the bridge, on CPU.
+
+The pipeline's planner may decide to compute cheap saved values again in
+backward (offload.recompute in the IR); the bridge carries that out by
+tagging the forward nodes must-recompute for Inductor's min-cut partitioner
+and plans the copies on its partition. The reference is plain Inductor with
+the same tags and no offloading (offload_mlir.recompute_reference_backend),
+in deterministic mode, after a control shows plain Inductor reproduces
+itself.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from offload_mlir import models  # noqa: E402
+
+
+def _train_lm(backend):
+    """One step of a 2-layer LlamaLM whose activations (8 x 128 tokens)
+    outweigh its parameters, so that a budget needs them moved."""
+    torch.use_deterministic_algorithms(True)
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
+    model = models.LlamaLM(cfg, n_layers=2, seq=128, vocab=96, tie_embeddings=True)
+    tokens = torch.randint(0, 96, (8, 129), generator=torch.Generator().manual_seed(1))
+    step = torch.compile(model, backend=backend, dynamic=False)
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        loss = step(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
+        loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+def _identical(a, b) -> bool:
+    return torch.equal(a[0], b[0]) and all(torch.equal(x, y) for x, y in zip(a[1], b[1]))
+
+
+def test_plain_inductor_reproduces_itself():
+    assert _identical(_train_lm("inductor"), _train_lm("inductor"))
+
+
+def test_joint_plan_recomputes_offloads_and_matches_the_tagged_reference(offload_mlir):
+    offload_mlir.reset_runtime_stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+        result = _train_lm(offload_mlir.backend(min_bytes=0, budget=0.7))
+    report = offload_mlir.last_report()
+    assert report["fallback"] is None, report
+    recomputed = report["recomputed"]
+    # The RMSNorm outputs and the SwiGLU products are among the values the
+    # plan computes again; each names the forward nodes it repeats.
+    assert recomputed and all(nodes for nodes in recomputed.values()), recomputed
+    assert any(name.startswith("view") for name in recomputed)
+    # The copies were planned on the recomputed partition and really ran.
+    assert report["offloaded"]
+    assert not set(report["offloaded"]) & set(recomputed)
+    stats = offload_mlir.runtime_stats()
+    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    # The first plan predicted the joint step; it is kept beside the report.
+    planned = report["joint_plan"]["steps"][0]["planned"]
+    assert planned["unplanned_peak_bytes"] > planned["peak_bytes"]
+    reference = _train_lm(offload_mlir.recompute_reference_backend(recomputed))
+    assert _identical(result, reference)
+
+
+def test_recompute_off_plans_copies_only(offload_mlir):
+    _train_lm(offload_mlir.backend(min_bytes=0, budget=0.8, recompute=False))
+    report = offload_mlir.last_report()
+    assert report["fallback"] is None and report["offloaded"]
+    assert "recomputed" not in report
+    steps = report["pipeline"]["steps"]
+    assert not any(r.get("planned") for s in steps for r in s.get("recomputed", []))
+
+
+def test_recompute_option_is_checked(offload_mlir):
+    with pytest.raises(ValueError, match="recompute must be a bool"):
+        offload_mlir.backend(recompute="yes")
