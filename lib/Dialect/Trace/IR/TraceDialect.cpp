@@ -20,6 +20,11 @@ using namespace mlir::trace;
 #define GET_ATTRDEF_CLASSES
 #include "offload/Dialect/Trace/IR/TraceAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "offload/Dialect/Trace/IR/TraceOpsTypes.cpp.inc"
+
+MLIR_DEFINE_EXPLICIT_TYPE_ID(::mlir::trace::RandomStateResource)
+
 void TraceDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -28,6 +33,10 @@ void TraceDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "offload/Dialect/Trace/IR/TraceAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "offload/Dialect/Trace/IR/TraceOpsTypes.cpp.inc"
       >();
 }
 
@@ -87,6 +96,14 @@ LogicalResult OpOp::verify() {
 void OpOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
+  // A random op reads and advances random-number state, whichever generator
+  // it draws from: one resource, so random ops keep their order.
+  if (getRng()) {
+    effects.emplace_back(MemoryEffects::Read::get(),
+                         RandomStateResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         RandomStateResource::get());
+  }
   std::optional<ArrayRef<int64_t>> mutated = getMutates();
   if (!mutated)
     return;

@@ -20,6 +20,22 @@
 #define GET_ATTRDEF_CLASSES
 #include "offload/Dialect/Trace/IR/TraceAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "offload/Dialect/Trace/IR/TraceOpsTypes.h.inc"
+
+namespace mlir {
+namespace trace {
+/// The random-number state that ops marked `rng` read and advance: one
+/// resource for every generator, so no two such ops trade places.
+struct RandomStateResource
+    : public SideEffects::Resource::Base<RandomStateResource> {
+  StringRef getName() final { return "trace.random_state"; }
+};
+} // namespace trace
+} // namespace mlir
+
+MLIR_DECLARE_EXPLICIT_TYPE_ID(::mlir::trace::RandomStateResource)
+
 #define GET_OP_CLASSES
 #include "offload/Dialect/Trace/IR/TraceOps.h.inc"
 

@@ -26,9 +26,12 @@ def Trace_Dialect : Dialect {
     implements the project's `StorageViewOpInterface`. Both implement
     `TracedOpInterface`, through which the analyses read `target`, `node`,
     `args` and `kwargs`. A `trace.op` is free of side effects unless it lists
-    the operands it mutates in `mutates`.
+    the operands it mutates in `mutates` or draws random numbers (`rng`).
+    `!trace.generator` is a framework random-number generator passed to the
+    graph as an input.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
 }
 
 class Trace_Attr<string name, string attrMnemonic, list<Trait> traits = []>
@@ -57,6 +60,29 @@ def Trace_PyObjectAttr : Trace_Attr<"PyObject", "py"> {
   let assemblyFormat = "`<` $repr `>`";
 }
 
+class Trace_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Trace_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+def Trace_GeneratorType : Trace_Type<"Generator", "generator"> {
+  let summary = "A framework random-number generator";
+  let description = [{
+    A generator object the traced graph receives as an input (a
+    `torch.Generator` placeholder) and hands to the ops that draw from it,
+    such as the `rng_state` of PyTorch's
+    `higher_order.graphsafe_run_with_rng_state`. It is no tensor: it has no
+    device storage, and the offload passes never save, copy or free it. The
+    ops that draw from it say so with `rng` (see `trace.op`).
+
+    Example:
+
+    ```mlir
+    func.func @forward(%x: tensor<8xf32>, %gen: !trace.generator)
+    ```
+  }];
+}
+
 class Trace_Op<string mnemonic, list<Trait> traits = []>
     : Op<Trace_Dialect, mnemonic, traits>;
 
@@ -69,7 +95,13 @@ def Trace_OpOp : Trace_Op<"op", [
     with `#trace.operand<i>` marking tensor operands; `mutates` lists the
     operands the op writes in place. Ops without `mutates` have no side
     effects; ops with it write the default resource, so no pass moves them
-    or moves other effects across them. `recomputed` marks a backward op
+    or moves other effects across them. `rng` marks an op that draws random
+    numbers: it reads and advances random-number state (the framework's
+    global generator, or a `!trace.generator` operand), so it reads and
+    writes the `trace.random_state` resource, and no pass reorders two such
+    ops (their results depend on their order) or moves other effects on that
+    resource across them; copies and ops without effects still cross them.
+    `recomputed` marks a backward op
     that computes again what a forward op computed (the framework's
     partitioner chose to recompute the value instead of saving it); the
     report lists these ops and their predicted time.
@@ -89,6 +121,7 @@ def Trace_OpOp : Trace_Op<"op", [
     OptionalAttr<ArrayAttr>:$args,
     OptionalAttr<DictionaryAttr>:$kwargs,
     OptionalAttr<DenseI64ArrayAttr>:$mutates,
+    UnitAttr:$rng,
     UnitAttr:$recomputed);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
