@@ -424,16 +424,31 @@ def recompute_reference_backend(recomputed: Mapping[str, list[str]]) -> Callable
 
 
 def _check_supported(fw, bw) -> None:
+    from .fx_export import rng_hop_name, rng_state_nodes, unsupported_rng_call
+
     for gm in (fw, bw):
+        # Saved generator states (activation checkpointing's random ops)
+        # have a symbolic size in their fake values: the generator's state
+        # length, the same every step (fx_export._rng_state_type).
+        rng_states = rng_state_nodes(gm.graph)
         for n in gm.graph.nodes:
             val = n.meta.get("val")
-            if isinstance(val, torch.Tensor) and any(
+            if isinstance(val, torch.Tensor) and n not in rng_states and any(
                 not isinstance(d, int) for d in val.shape
             ):
                 raise _Fallback(f"{n.name} has a dynamic shape (compile with dynamic=False)")
             if n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator):
-                raise _Fallback(f"{n.name} calls {n.target.name()}, a higher-order op "
-                                "(control flow or a subgraph)")
+                # The partitioner wraps a random op it recomputes (in a
+                # checkpointed region) in an rng higher-order op; those the
+                # exporter carries. Any other is control flow or a subgraph.
+                if rng_hop_name(n) is None:
+                    raise _Fallback(f"{n.name} calls {n.target.name()}, a higher-order op "
+                                    "(control flow or a subgraph; of the higher-order ops "
+                                    "only the rng ops of activation checkpointing are "
+                                    "supported)")
+                reason = unsupported_rng_call(n)
+                if reason is not None:
+                    raise _Fallback(f"{n.name}: {reason}")
             if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) \
                     and n.target._schema.is_mutable:
                 # AOTAutograd writes mutated graph inputs (BatchNorm's running

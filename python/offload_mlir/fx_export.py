@@ -15,7 +15,18 @@ The IR contract (DESIGN.md, "The traced training IR"):
   `#trace.operand<i>`), `mutates` (operands written in place, from the
   schema), for multi-result ops, `result_names` / `result_indices`, and
   `recomputed` on a backward op that computes a forward node's value again
-  (the partitioner's recomputation: same node name and target in both);
+  (the partitioner's recomputation: same node name and target in both),
+  and `rng` on an op that draws random numbers (tagged
+  `nondeterministic_seeded`, or one of the rng higher-order ops below);
+* activation checkpointing's rng higher-order ops (RNG_HOPS) become
+  `trace.op "higher_order.<name>"` with the wrapped ATen op as their first
+  argument (`#trace.py<"torch.ops.aten.native_dropout.default">`) and
+  their results flattened (run_and_save_rng_state's nests the op's tuple
+  in its own; `result_indices` count in the flattened tuple); a
+  `torch.Generator` placeholder becomes a `!trace.generator` argument; the
+  generator state run_and_save_rng_state returns is typed by its real size
+  and its producer carries `offload.keep`, and backward's placeholder for
+  it (`rng_state_output_<k>`) is matched to it by the wrapped call;
 
 Tracing runs under FakeTensorMode, so no device memory is allocated: a
 Llama-3-8B layer at 8x1024 tokens in bf16 traces on any machine that can
@@ -127,11 +138,32 @@ def _scalar_type(v: Any) -> str | None:
     return None
 
 
+GENERATOR_TYPE = "!trace.generator"
+
+
 def _value_type(v: Any) -> str | None:
     """MLIR type of a value that becomes an SSA value, or None if it does not."""
     if isinstance(v, torch.Tensor):
         return mlir_tensor_type(v)
+    if isinstance(v, torch.Generator):
+        return GENERATOR_TYPE
     return _scalar_type(v)
+
+
+def _rng_state_type(node_name: str, v: Any) -> str:
+    """The type of a saved generator state: its fake value's size is a
+    symbol whose hint is the state's real length (5056 bytes for the CPU
+    generator), a constant of the device's generator."""
+    if not isinstance(v, torch.Tensor):
+        raise ExportError(f"{node_name}: the generator state is not a tensor")
+    dims = []
+    for d in v.shape:
+        if isinstance(d, torch.SymInt):
+            d = d.node.hint
+        if not isinstance(d, int):
+            raise ExportError(f"{node_name}: the generator state has no known size")
+        dims.append(str(d))
+    return "tensor<" + "".join(d + "x" for d in dims) + mlir_element_type(v.dtype) + ">"
 
 
 def _node_val(node: fx.Node) -> Any:
@@ -174,6 +206,8 @@ def target_name(target: Any) -> str:
         return target
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return str(target)
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"higher_order.{target.name()}"
     mod = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
     if name is None:
@@ -212,6 +246,182 @@ def _written_arguments(target: Any) -> list[int]:
         for i, a in enumerate(schema.arguments)
         if a.alias_info is not None and a.alias_info.is_write
     ]
+
+
+# ---------------------------------------------------------------------------
+# Random ops
+# ---------------------------------------------------------------------------
+
+# The higher-order ops AOTAutograd's partitioner wraps a random op in when it
+# recomputes the op in backward (activation checkpointing: the op is in a
+# must-recompute region), so that backward draws the same numbers as forward
+# (torch/_functorch/partitioners.py, functionalize_rng_ops):
+#   state, out = run_and_save_rng_state(op, *args)   forward: the global
+#                                                    generator's state, saved
+#   out = run_with_rng_state(state, op, *args)       backward: op drawn from it
+#   out = graphsafe_run_with_rng_state(op, *args, rng_state=gen)
+#                                       CUDA, both graphs: op drawn from the
+#                                       torch.Generator placeholder `gen`
+RNG_HOPS = frozenset({"run_and_save_rng_state", "run_with_rng_state",
+                      "graphsafe_run_with_rng_state"})
+
+
+@dataclasses.dataclass
+class RngCall:
+    """A call of one of RNG_HOPS, unwrapped: the random op it runs and how."""
+
+    hop: str
+    op: Any  # the wrapped OpOverload
+    args: tuple
+    kwargs: dict
+    state: Any  # run_with_rng_state's saved state, graphsafe's generator; else None
+
+
+def rng_hop_name(node: fx.Node) -> str | None:
+    """The name of the rng higher-order op `node` calls, or None."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
+        return None
+    name = node.target.name()
+    return name if name in RNG_HOPS else None
+
+
+def rng_call(node: fx.Node) -> RngCall | None:
+    """`node` unwrapped, if it calls one of RNG_HOPS; None otherwise."""
+    hop = rng_hop_name(node)
+    if hop is None:
+        return None
+    args, kwargs, state = tuple(node.args), dict(node.kwargs), None
+    if hop == "run_with_rng_state":
+        state, args = args[0], args[1:]
+    elif hop == "graphsafe_run_with_rng_state":
+        state = kwargs.pop("rng_state", None)
+    return RngCall(hop, args[0] if args else None, args[1:], kwargs, state)
+
+
+def unsupported_rng_call(node: fx.Node) -> str | None:
+    """Why an rng higher-order op call cannot be carried, or None if it can:
+    it must wrap a functional ATen op (no subgraph, no in-place write)."""
+    call = rng_call(node)
+    if call is None:
+        return "not an rng higher-order op"
+    if not isinstance(call.op, torch._ops.OpOverload):
+        return f"{call.hop} wraps {call.op!r}, not an ATen op"
+    if call.op._schema.is_mutable:
+        return f"{call.hop} wraps {call.op}, which writes in place"
+    if call.hop != "run_and_save_rng_state" and not isinstance(call.state, fx.Node):
+        return f"{call.hop} has no state or generator operand"
+    return None
+
+
+def draws_random_numbers(node: fx.Node) -> bool:
+    """Whether the call reads and advances random-number state: an rng
+    higher-order op, or an ATen op PyTorch tags `nondeterministic_seeded`
+    (dropout, rand, the fused attention kernels)."""
+    if node.op != "call_function":
+        return False
+    if rng_hop_name(node) is not None:
+        return True
+    tags = getattr(node.target, "tags", ())
+    return torch.Tag.nondeterministic_seeded in tags
+
+
+def _rng_call_key(call: RngCall) -> str:
+    """The wrapped call, with graph values by name: forward and its
+    recomputation in backward read values of the same names (the
+    partitioner's joint names, or the saved values' placeholders)."""
+    named = torch.fx.node.map_aggregate(
+        (call.args, call.kwargs), lambda a: f"%{a.name}" if isinstance(a, fx.Node) else a)
+    return f"{call.op}{named!r}"
+
+
+def rng_state_nodes(graph: fx.Graph) -> set[fx.Node]:
+    """The saved global-generator states of `graph`: forward's
+    `getitem(run_and_save_rng_state(...), 0)`, backward's placeholders read
+    as run_with_rng_state's state. Their fake values have a symbolic size
+    (the state's length, a constant of the device's generator)."""
+    states = set()
+    for n in graph.nodes:
+        call = rng_call(n)
+        if call is None:
+            continue
+        if call.hop == "run_and_save_rng_state":
+            states.update(u for u in n.users if u.op == "call_function"
+                          and u.target is operator.getitem and u.args[1] == 0)
+        elif call.hop == "run_with_rng_state" and isinstance(call.state, fx.Node):
+            states.add(call.state)
+    return states
+
+
+def saved_placeholder_names(forward: fx.Graph, backward: fx.Graph,
+                            saved: Sequence[fx.Node]) -> list[str]:
+    """The backward placeholder each saved forward value arrives as.
+
+    The partitioner names them after the saved forward nodes, except the
+    generator states run_and_save_rng_state saves: backward reads those as
+    `rng_state_output_<k>`. Each is matched to the run_with_rng_state that
+    reads it by the random call both wrap (same op, same values by name)."""
+    placeholders = {n.name for n in backward.nodes if n.op == "placeholder"}
+    state_of_call = {}
+    for n in backward.nodes:
+        call = rng_call(n)
+        if call is not None and call.hop == "run_with_rng_state":
+            state_of_call[_rng_call_key(call)] = call.state
+    names = []
+    for s in saved:
+        if s.name in placeholders:
+            names.append(s.name)
+            continue
+        hop = s.args[0] if (s.op == "call_function" and s.target is operator.getitem
+                            and s.args[1] == 0 and isinstance(s.args[0], fx.Node)) else None
+        call = rng_call(hop) if hop is not None else None
+        state = None
+        if call is not None and call.hop == "run_and_save_rng_state":
+            state = state_of_call.get(_rng_call_key(call))
+        if not isinstance(state, fx.Node) or state.op != "placeholder":
+            raise ExportError(f"saved forward value {s.name!r} is not a backward placeholder")
+        names.append(state.name)
+    return names
+
+
+def _fake_value_of_rng_call(node: fx.Node) -> Any:
+    """The value of an rng higher-order op call, which the partitioner
+    leaves without `meta['val']`: the wrapped op's result on the fake
+    inputs (what the op's FakeTensorMode rule computes), each element
+    replaced by its getitem's recorded value where there is one; for
+    run_and_save_rng_state, (state, result)."""
+    from torch._guards import detect_fake_mode
+
+    call = rng_call(node)
+    vals = []
+    fake_args = torch.fx.node.map_arg((call.args, call.kwargs),
+                                      lambda a: a.meta.get("val"))
+    torch.fx.node.map_aggregate(fake_args, lambda v: vals.append(v))
+    mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+    if mode is None:
+        raise ExportError(f"{node.name}: no fake tensors to compute its value with")
+    with mode:
+        out = call.op(*fake_args[0], **fake_args[1])
+
+    def recorded(parent: fx.Node, value: Any) -> Any:
+        if not isinstance(value, (tuple, list)):
+            return value
+        elems = list(value)
+        for u in parent.users:
+            if u.op == "call_function" and u.target is operator.getitem \
+                    and isinstance(u.args[1], int) and u.args[1] < len(elems):
+                i = u.args[1]
+                elems[i] = recorded(u, u.meta.get("val", elems[i])) \
+                    if isinstance(elems[i], (tuple, list)) else u.meta.get("val", elems[i])
+        return tuple(elems)
+
+    if call.hop == "run_and_save_rng_state":
+        state = next((u.meta.get("val") for u in node.users
+                      if u.op == "call_function" and u.target is operator.getitem
+                      and u.args[1] == 0), None)
+        if not isinstance(state, torch.Tensor):
+            raise ExportError(f"{node.name}: the saved generator state has no value")
+        return recorded(node, (state, out))
+    return recorded(node, out)
 
 
 # ---------------------------------------------------------------------------
@@ -397,12 +607,16 @@ class _OpRecord:
     mutates: list[int]
     result_names: list[str] | None = None
     result_indices: list[int] | None = None
+    rng: bool = False  # draws random numbers (reads and advances rng state)
+    keep: bool = False  # offload.keep: its results stay on the device
 
 
 @dataclasses.dataclass
 class _Multi:
     record: _OpRecord
-    pos: dict[int, int]  # FX tuple index -> MLIR result number
+    # FX tuple index -> MLIR result number, or the nested tuple's own _Multi
+    # (an rng op's result nests the wrapped op's tuple in its own).
+    pos: dict[int, "int | _Multi"]
     elems: list[Any]
 
 
@@ -468,6 +682,8 @@ def py_repr(v: Any) -> str:
         return f"torch.device({str(v)!r})"
     if isinstance(v, (torch.dtype, torch.layout, torch.memory_format)):
         return repr(v)  # torch.bfloat16, torch.strided, torch.contiguous_format
+    if isinstance(v, torch._ops.OpOverload):
+        return f"torch.ops.{v}"  # torch.ops.aten.native_dropout.default
     return repr(v)
 
 
@@ -487,6 +703,8 @@ class _FunctionEmitter:
         self.num_fx_returns = 0
         # Names of the nodes that compute a forward value again (backward).
         self.recomputed: set[str] = set()
+        # Saved generator states (rng_state_nodes), typed by their real size.
+        self.rng_states = rng_state_nodes(graph)
 
     def note(self, msg: str) -> None:
         self.notes.append(msg)
@@ -502,7 +720,7 @@ class _FunctionEmitter:
     # -- arguments --------------------------------------------------------
     def add_argument(self, node: fx.Node) -> str:
         val = _node_val(node)
-        ty = _value_type(val)
+        ty = _rng_state_type(node.name, val) if node in self.rng_states else _value_type(val)
         if ty is None:
             raise ExportError(
                 f"{self.func_name}: placeholder {node.name!r} is neither a tensor "
@@ -534,7 +752,9 @@ class _FunctionEmitter:
                 f"{node.name}: getitem on a value that is not a multi-result op"
             )
         rec = info.record
-        if idx in info.pos:
+        if isinstance(info.pos.get(idx), _Multi):
+            self.values[node] = info.pos[idx]
+        elif idx in info.pos:
             pos = info.pos[idx]
             ref = rec.result_base if len(rec.results) == 1 else f"{rec.result_base}#{pos}"
             self.values[node] = _Value("%" + ref, rec.result_types[pos])
@@ -581,15 +801,38 @@ class _FunctionEmitter:
         mutates = sorted({i for j in _written_arguments(node.target) for i in per_arg.get(j, [])}) \
             if node.op == "call_function" else []
 
-        val = _node_val(node) if ("val" in node.meta or "tensor_meta" in node.meta) else None
+        rng_hop = rng_hop_name(node)
+        if rng_hop is not None and "val" not in node.meta:
+            val = _fake_value_of_rng_call(node)
+        else:
+            val = _node_val(node) if ("val" in node.meta or "tensor_meta" in node.meta) else None
         multi = isinstance(val, (tuple, list))
+        nested: dict[int, Any] = {}
         if multi:
             elems = list(val)
-            for e in elems:
-                if isinstance(e, (tuple, list)):
-                    raise ExportError(f"{node.name}: nested multi-result values")
-            typed = [(i, _value_type(e)) for i, e in enumerate(elems)]
-            typed = [(i, t) for i, t in typed if t is not None]
+            typed = []  # (index into the flattened tuple, type)
+            flat = 0
+
+            def flatten(values: list[Any], prefix: str) -> dict[int, Any]:
+                nonlocal flat
+                pos: dict[int, Any] = {}
+                for i, e in enumerate(values):
+                    if isinstance(e, (tuple, list)):
+                        if rng_hop is None:
+                            raise ExportError(f"{node.name}: nested multi-result values")
+                        pos[i] = flatten(list(e), f"{prefix}{i}.")
+                        continue
+                    if rng_hop == "run_and_save_rng_state" and not prefix and i == 0:
+                        t = _rng_state_type(node.name, e)
+                    else:
+                        t = _value_type(e)
+                    if t is not None:
+                        pos[i] = len(typed)
+                        typed.append((flat, t))
+                    flat += 1
+                return pos
+
+            nested = flatten(elems, "")
         else:
             elems = [val]
             ty = _value_type(val) if val is not None else None
@@ -627,12 +870,24 @@ class _FunctionEmitter:
             kwargs=kwargs_txt,
             mutates=mutates,
         )
+        if rng_hop is not None:
+            rec.rng = True
+            # The generator state it returns is host data of the generator
+            # (a CPU tensor even on CUDA): never a copy's source.
+            rec.keep = rng_hop == "run_and_save_rng_state"
+        elif node.op == "call_function" and draws_random_numbers(node):
+            rec.rng = True
         if multi:
             rec.result_names = [""] * len(typed)
             indices = [i for i, _ in typed]
             if indices != list(range(len(typed))):
                 rec.result_indices = indices
-            self.values[node] = _Multi(rec, {i: p for p, (i, _) in enumerate(typed)}, elems)
+
+            def multi_of(pos: dict[int, Any], values: list[Any]) -> _Multi:
+                return _Multi(rec, {i: multi_of(p, list(values[i])) if isinstance(p, dict) else p
+                                    for i, p in pos.items()}, values)
+
+            self.values[node] = multi_of(nested, elems)
         elif typed:
             self.values[node] = _Value("%" + base, typed[0][1])
         else:
@@ -673,6 +928,10 @@ class _FunctionEmitter:
             attrs.append(f"kwargs = {rec.kwargs}")
         if rec.mutates:
             attrs.append("mutates = array<i64: " + ", ".join(map(str, rec.mutates)) + ">")
+        if rec.rng:
+            attrs.append("rng")
+        if rec.keep:
+            attrs.append("offload.keep")
         if rec.kind == "op" and rec.node.name in self.recomputed:
             attrs.append("recomputed")
         if rec.result_names is not None:
@@ -796,15 +1055,18 @@ def _emit(
     bwd.recomputed = {n.name for n in _ops_in(bw_graph)
                       if n.op == "call_function"
                       and forward_targets.get(n.name, None) is n.target}
+    # A random op the partitioner recomputes is wrapped in rng higher-order
+    # ops of different names in the two graphs: matched by the call they wrap.
+    forward_rng_calls = {_rng_call_key(c) for c in map(rng_call, _ops_in(fw_graph))
+                         if c is not None}
+    bwd.recomputed |= {n.name for n in _ops_in(bw_graph)
+                       if (c := rng_call(n)) is not None
+                       and _rng_call_key(c) in forward_rng_calls}
     placeholders = [n for n in bw_graph.nodes if n.op == "placeholder"]
     by_name = {n.name: n for n in placeholders}
     ordered: list[fx.Node] = []
-    for s in saved:
-        p = by_name.get(s.name)
-        if p is None:
-            raise ExportError(
-                f"saved forward value {s.name!r} is not a backward placeholder"
-            )
+    for s, name in zip(saved, saved_placeholder_names(fw_graph, bw_graph, saved)):
+        p = by_name[name]
         if p in ordered:
             raise ExportError(f"saved value {s.name!r} returned twice")
         ordered.append(p)

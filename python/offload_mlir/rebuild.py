@@ -47,6 +47,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from .fx_export import ExportError, saved_placeholder_names
 from .ir_plan import IrFunction, PlanReadError
 from .ops import dense_stride
 
@@ -152,10 +153,14 @@ class _Builder:
                 f"@{self.fn.name}: {op.node} reads {e.args[0]} before it is defined"
             ) from None
         self.env[old] = new
-        getitems = [u for u in old.users if u.op == "call_function"
-                    and u.target is operator.getitem]
-        for g in getitems:
-            self.env[g] = self.graph.node_copy(g, lambda n: self.env[n])
+        # Its getitems, and theirs where a result nests a tuple (an rng
+        # higher-order op's result nests the wrapped op's).
+        pending = [old]
+        while pending:
+            for g in pending.pop(0).users:
+                if g.op == "call_function" and g.target is operator.getitem:
+                    self.env[g] = self.graph.node_copy(g, lambda n: self.env[n])
+                    pending.append(g)
         if len(op.results) == 1 and not op.result_names:
             self.ssa[op.results[0]] = new
         else:
@@ -403,12 +408,26 @@ def rebuild_step(
     bw_fn = functions["backward"]
     fw_ret = next((op for op in functions["forward"].ops if op.kind == "return"), None)
     num_saved = len(fw_ret.operands) - num_fwd_outputs if fw_ret else 0
-    # The saved values the IR keeps; the others travel in a shared copy.
-    saved_names = _ir_saved_names(bw_fn, num_saved)
+    # Backward reads a saved value under its forward name, but for the
+    # generator states run_and_save_rng_state saves (rng_state_output_<k>).
+    try:
+        bw_name_of = dict(zip([s.name for s in saved],
+                              saved_placeholder_names(fw.graph, bw.graph, saved)))
+    except ExportError as e:
+        raise RebuildError(str(e)) from None
+    fw_name_of = {b: f for f, b in bw_name_of.items()}
+    # The saved values the IR keeps (by their forward names); the others
+    # travel in a shared copy.
+    saved_names = [fw_name_of.get(n, n) for n in _ir_saved_names(bw_fn, num_saved)]
     dropped = {s.name for s in saved} - set(saved_names)
     new_fw, offloaded, copied = _rebuild_forward(
         fw, functions["forward"], num_fwd_outputs, layouts, saved_names)
     names = [saved_names[i] for i in offloaded]
+    renamed = [n for n in names if bw_name_of.get(n, n) != n]
+    if renamed:
+        raise RebuildError(f"the IR offloads the generator states {renamed} "
+                           "(their producers carry offload.keep)")
+    dropped = {bw_name_of.get(n, n) for n in dropped}
     for name in names:
         copied.setdefault(name, traced.get(name))
     if set(names) != bw_fn.host_args:
