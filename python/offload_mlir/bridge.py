@@ -491,6 +491,10 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
     except capi.PipelineError as e:
         raise _Fallback(f"the pipeline rejected the graph: {e}") from None
     report = json.loads(result.report) if result.report.strip() else {}
+    if options.recompute and planned_recomputes({"pipeline": report}):
+        # The partitioner carries out the recomputation (OffloadPartitioner);
+        # this IR's graphs are not rebuilt.
+        return None, None, {"pipeline": report, "offloaded": [], "fallback": None}
     try:
         functions = read_step(result.ir)
         new_fw, new_bw, offloaded = rebuild_step(
@@ -506,10 +510,6 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
 def _dump_ir(ir: str) -> None:
     """Writes the exported IR of each graph into $OFFLOAD_MLIR_DUMP_DIR, if
     set, to replay the pipeline on it with offload-opt."""
-    if options.recompute and planned_recomputes({"pipeline": report}):
-        # The partitioner carries out the recomputation (OffloadPartitioner);
-        # this IR's graphs are not rebuilt.
-        return None, None, {"pipeline": report, "offloaded": [], "fallback": None}
     directory = os.environ.get("OFFLOAD_MLIR_DUMP_DIR")
     if not directory:
         return
@@ -611,6 +611,7 @@ def backend(
     partitioner_config: Mapping[str, Any] | None = None,
     reuse_freed_buffers: bool = False,
     inductor_config: Mapping[str, Any] | None = None,
+    recompute: bool = True,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -626,7 +627,6 @@ def backend(
     offload from what it saves; the report lists the recomputed ops and
     their predicted time), and `load_lead` (the pipeline's `load-lead`:
     start each load this fraction of its copy time earlier than the model
-    recompute: bool = True,
     needs, where memory allows; default 5%), and `partitioner_config`
     (other `torch._functorch.config` settings, by name, for these graphs'
     partitioner, such as `{"ban_recompute_materialized_backward": False}`),
@@ -648,6 +648,7 @@ def backend(
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
         reuse_freed_buffers=reuse_freed_buffers,
         inductor_config=tuple(sorted((inductor_config or {}).items())),
+        recompute=recompute,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing
@@ -663,7 +664,6 @@ def backend(
         # which AOTAutograd runs later, outside this call. AOTAutograd's own
         # cache would skip the partitioner, and with it the report and
         # last_report(); Inductor's cache of the rebuilt graphs stays on.
-        recompute=recompute,
         patches = INDUCTOR_PATCHES | options.resolved_inductor_config() | {
             "custom_partitioner_fn": partitioner,
             "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
