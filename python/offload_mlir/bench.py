@@ -6,6 +6,7 @@ training a model whose activations do not fit, side by side in one run.
     python -m offload_mlir.bench --rows compile,offload-mlir --repeat 3 --no-profile
     python -m offload_mlir.bench --plot-from docs/benchmarks/peers-bf16x8.json
     python -m offload_mlir.bench --merge a.json b.json --out docs/benchmarks/peers-bf16x8
+    python -m offload_mlir.bench --config bf16x8 --rows frontier --out frontier-bf16x8
 
 The model is `offload_mlir.models.LlamaLM` with Llama-3-8B shapes (hidden
 4096, MLP 14336, 32 heads, 8 KV heads, vocab 128256), 8 x 1024 tokens: the
@@ -14,12 +15,20 @@ an AdamW step). `--config bf16x8` has 8 bf16 layers, `fp32x9` 9 fp32 layers.
 
 Each row runs in its own process (so each peak is its own), from the same
 seed, parameters and data, with `torch.use_deterministic_algorithms(True)`
-unless `--no-deterministic`. Rows (`--rows`, comma-separated):
+unless `--no-deterministic`. Rows (`--rows`, comma-separated, where the
+name of a row set stands for its rows, below):
 
     eager                  no offloading, eager
     compile                no offloading, torch.compile (Inductor)
     checkpoint             per-layer torch.utils.checkpoint (non-reentrant), eager
     checkpoint-compile     the same under torch.compile
+    sac-compile            selective activation checkpointing under torch.compile:
+                           each layer in torch.utils.checkpoint (non-reentrant)
+                           with context_fn=create_selective_checkpoint_contexts
+                           and a policy that saves the outputs of aten.mm, addmm,
+                           bmm and the scaled-dot-product-attention ops
+                           (MUST_SAVE, SAC_SAVED_OPS) and recomputes every other
+                           op (PREFER_RECOMPUTE)
     torch-offload          PyTorch's compiler-level offloading
                            (torch._functorch.config.enable_activation_offloading,
                            every node marked should_offload), synchronous
@@ -39,18 +48,30 @@ unless `--no-deterministic`. Rows (`--rows`, comma-separated):
                            for this GPU), `reuse_freed_buffers=1` (Inductor's
                            buffer reuse on, and planned with), and
                            `amb=` setting Inductor's recompute budget
-                           (activation_memory_budget)
-    compile:amb=X          torch.compile with that recompute budget alone
-    ...:partition.NAME=V   (compile and offload-mlir rows) torch._functorch.config.NAME
-                           for the row's partitioner, e.g.
+                           (activation_memory_budget); `checkpoint=1` runs the
+                           per-layer checkpointed model of checkpoint-compile
+                           through it, `checkpoint=sac` sac-compile's
+    compile:amb=X          torch.compile with that recompute budget alone (also
+                           checkpoint-compile:amb=X, sac-compile:amb=X)
+    ...:partition.NAME=V   (compile, checkpoint-compile, sac-compile and offload-mlir
+                           rows) torch._functorch.config.NAME for the row's
+                           partitioner, e.g.
                            partition.ban_recompute_materialized_backward=0
-    ...:inductor.NAME=V    (compile and offload-mlir rows) torch._inductor.config.NAME
-                           for the row's code generation, e.g.
-                           inductor.allow_buffer_reuse=0
+    ...:inductor.NAME=V    (the same rows) torch._inductor.config.NAME for the
+                           row's code generation, e.g. inductor.allow_buffer_reuse=0
+
+Row sets (ROW_SETS): `frontier` is compile, compile:amb=0.8, 0.6, 0.4, 0.2,
+checkpoint-compile, sac-compile, offload-mlir, offload-mlir:budget=0.9, 0.75,
+0.6 and offload-mlir:checkpoint=1.
 
 Eager rows are compared with `eager` and compiled rows with `compile`, each
 for step time, peak memory and gradients (bit for bit, through a position-
-weighted checksum of every gradient's bits, and every loss). Figures per row:
+weighted checksum of every gradient's bits, and every loss); an offload-mlir
+row's gradients with the row that runs the same model through Inductor with
+the same settings and no offloading (Row.grad_baseline): `compile`, or
+`compile:amb=X` and the like, and with `checkpoint=1` (`sac`)
+`checkpoint-compile` (`sac-compile`), since checkpointing changes the kernels
+Inductor generates. Figures per row:
 median step time after `--warmup` steps, peak allocated GPU memory
 (`torch.cuda.max_memory_allocated`), pinned host bytes, peak host RSS, bytes
 moved each way and the exposed copy time, both from a torch.profiler trace of
@@ -127,7 +148,7 @@ DEFAULT_ROWS = ("eager,compile,checkpoint,checkpoint-compile,torch-offload,"
 @dataclasses.dataclass
 class Row:
     name: str
-    family: str  # eager, compile, checkpoint, torch-offload, torchtune, layer-group, offload-mlir
+    family: str  # a key of _FAMILIES
     compiled: bool
     options: dict[str, str]
     needs_cuda: bool = False
@@ -145,14 +166,30 @@ class Row:
                 if k == "amb" or k.startswith(CONFIG_PREFIXES)}
 
     @property
+    def checkpointing(self) -> str | None:
+        """How the row's model checkpoints its decoder layers: "layer" (each
+        layer in torch.utils.checkpoint), "sac" (the same with the selective
+        policy, SAC_SAVED_OPS saved), or None."""
+        if self.family in ("checkpoint", "checkpoint-compile"):
+            return "layer"
+        if self.family == "sac-compile":
+            return "sac"
+        if self.family == "offload-mlir":
+            return CHECKPOINT_OPTION[self.options.get("checkpoint", "0")]
+        return None
+
+    @property
     def grad_baseline(self) -> str:
         """The row whose gradients this one must match bit for bit: the
-        baseline, or with a recompute budget or partitioner settings the
-        compile row with the same ones, without offloading (recompute
-        changes which kernels run)."""
-        if self.family == "offload-mlir" and self.compiler_options:
-            return ":".join(["compile"] + [f"{k}={v}" for k, v in
-                                           self.compiler_options.items()])
+        baseline; for an offload-mlir row the plain Inductor row of the same
+        model and compiler settings, without offloading (recompute changes
+        which kernels run): `compile`, or with a recompute budget or
+        partitioner settings `compile` with the same ones, and with
+        `checkpoint=` the checkpointed model's row (`checkpoint-compile` or
+        `sac-compile`) with them."""
+        if self.family == "offload-mlir":
+            base = CHECKPOINTED_COMPILE_ROW[self.checkpointing]
+            return ":".join([base] + [f"{k}={v}" for k, v in self.compiler_options.items()])
         return self.baseline
 
 
@@ -163,20 +200,50 @@ PARTITION_PREFIX = "partition."
 INDUCTOR_PREFIX = "inductor."
 CONFIG_PREFIXES = (PARTITION_PREFIX, INDUCTOR_PREFIX)
 
+# offload-mlir's `checkpoint=` values: how its model checkpoints (Row.checkpointing).
+CHECKPOINT_OPTION = {"0": None, "1": "layer", "layer": "layer", "sac": "sac"}
+# The plain Inductor row of a model checkpointed so (offload-mlir's grad baseline).
+CHECKPOINTED_COMPILE_ROW = {None: "compile", "layer": "checkpoint-compile",
+                            "sac": "sac-compile"}
+# The compiled rows that run Inductor alone: their recompute budget and
+# config settings are torch's process-wide settings.
+INDUCTOR_FAMILIES = ("compile", "checkpoint-compile", "sac-compile")
+
 
 _FAMILIES = {
     # name: (compiled, needs CUDA, options it takes)
     "eager": (False, False, ()),
     "compile": (True, False, ("amb",)),
     "checkpoint": (False, False, ()),
-    "checkpoint-compile": (True, False, ()),
+    "checkpoint-compile": (True, False, ("amb",)),
+    "sac-compile": (True, False, ("amb",)),
     "torch-offload": (True, True, ()),
     "torch-offload-stream": (True, True, ("prefetch",)),
     "torchtune": (False, True, ()),
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
-                                   "load_lead", "profile", "reuse_freed_buffers")),
+                                   "load_lead", "profile", "reuse_freed_buffers",
+                                   "checkpoint")),
 }
+
+# Named row lists for --rows, each expanded where it stands in the list.
+ROW_SETS = {
+    # Issue 30's frontier: Inductor's recompute budgets, checkpointing whole
+    # layers and selectively, offload-mlir's budgets at their peaks, and a
+    # checkpointed model through offload-mlir.
+    "frontier": ("compile,compile:amb=0.8,compile:amb=0.6,compile:amb=0.4,compile:amb=0.2,"
+                 "checkpoint-compile,sac-compile,offload-mlir,offload-mlir:budget=0.9,"
+                 "offload-mlir:budget=0.75,offload-mlir:budget=0.6,offload-mlir:checkpoint=1"),
+}
+
+
+def expand_rows(spec: str) -> list[str]:
+    """The row specs of `--rows`: comma-separated rows and names of ROW_SETS."""
+    out = []
+    for item in (s.strip() for s in spec.split(",")):
+        if item:
+            out.extend(expand_rows(ROW_SETS[item]) if item in ROW_SETS else [item])
+    return out
 
 
 def parse_row(spec: str) -> Row:
@@ -191,13 +258,16 @@ def parse_row(spec: str) -> Row:
     compiled, needs_cuda, allowed = _FAMILIES[family]
     for opt in opts:
         key, eq, value = opt.partition("=")
-        if key.startswith(CONFIG_PREFIXES) and family in ("compile", "offload-mlir"):
+        if key.startswith(CONFIG_PREFIXES) and family in (*INDUCTOR_FAMILIES, "offload-mlir"):
             config_setting(key, value)  # checks it
         elif not eq or key not in allowed:
             raise ValueError(f"row {spec!r}: {family} takes "
                              f"{', '.join(k + '=' for k in allowed) or 'no options'}")
         elif key == "profile" and not os.path.isfile(value):
             raise ValueError(f"row {spec!r}: no device profile at {value!r}")
+        elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
+            raise ValueError(f"row {spec!r}: checkpoint= takes "
+                             f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
         options[key] = value
     return Row(spec, family, compiled, options, needs_cuda)
 
@@ -243,17 +313,62 @@ def _row_config(row: Row, prefix: str) -> dict[str, Any]:
 
 
 def _set_process_compiler_config(torch, row: Row) -> None:
-    """A compile row's `amb=`, `partition.NAME=` and `inductor.NAME=` are
-    torch's process-wide settings (offload-mlir rows give theirs to the
-    backend, as `recompute_budget`, `partitioner_config` and
-    `inductor_config`)."""
-    if row.family != "compile":
+    """A compile row's (or checkpoint-compile's, sac-compile's) `amb=`,
+    `partition.NAME=` and `inductor.NAME=` are torch's process-wide settings
+    (offload-mlir rows give theirs to the backend, as `recompute_budget`,
+    `partitioner_config` and `inductor_config`)."""
+    if row.family not in INDUCTOR_FAMILIES:
         return
     if "amb" in row.options:
         torch._functorch.config.activation_memory_budget = float(row.options["amb"])
     for prefix in CONFIG_PREFIXES:
         for name, value in _row_config(row, prefix).items():
             setattr(_config_module(prefix), name, value)
+
+
+# The ops whose outputs selective checkpointing saves (MUST_SAVE); it
+# recomputes every other op of a layer in backward (PREFER_RECOMPUTE): the
+# matrix products and attention, not the cheap ops between them.
+SAC_SAVED_OPS = ("mm", "addmm", "bmm", "_scaled_dot_product_flash_attention",
+                 "_scaled_dot_product_efficient_attention",
+                 "_scaled_dot_product_cudnn_attention",
+                 "_scaled_dot_product_flash_attention_for_cpu")
+
+
+def sac_policy():
+    """The selective checkpointing policy of the `sac` rows, for
+    torch.utils.checkpoint.create_selective_checkpoint_contexts."""
+    import torch
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    saved = {getattr(torch.ops.aten, name) for name in SAC_SAVED_OPS
+             if hasattr(torch.ops.aten, name)}
+
+    def policy(ctx, op, *args, **kwargs):
+        packet = getattr(op, "overloadpacket", op)
+        return (CheckpointPolicy.MUST_SAVE if packet in saved
+                else CheckpointPolicy.PREFER_RECOMPUTE)
+
+    return policy
+
+
+def checkpoint_layers(model, how: str | None) -> None:
+    """Wraps each decoder layer of the benchmark's Llama in
+    torch.utils.checkpoint (non-reentrant): the whole layer recomputed in
+    backward ("layer"), or with the selective policy of sac_policy ("sac");
+    nothing for None."""
+    if how is None:
+        return
+    import functools
+
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+    kw: dict[str, Any] = {"use_reentrant": False}
+    if how == "sac":
+        kw["context_fn"] = functools.partial(create_selective_checkpoint_contexts,
+                                             sac_policy())
+    for layer in model.stack.layers:
+        layer.forward = (lambda f: lambda *a: checkpoint(f, *a, **kw))(layer.forward)
 
 
 def _offload_mlir_backend(row: Row):
@@ -293,8 +408,8 @@ def compiled_cuda_rows(config: str, rows: list[Row]):
     rows outside `run_row` (python/benchmarks/kernel_interference.py,
     peak_snapshot.py): deterministic algorithms, no TF32, each row's
     partitioner settings process-wide, then per row the model (seed 0, so
-    every row has the same weights) and torch.compile of it with the row's
-    backend; and one batch of tokens. Returns ([(model, compiled)], tokens)."""
+    every row has the same weights, checkpointed as the row says) and
+    torch.compile of it with the row's backend; and one batch of tokens. Returns ([(model, compiled)], tokens)."""
     import torch
 
     from offload_mlir import models
@@ -312,6 +427,7 @@ def compiled_cuda_rows(config: str, rows: list[Row]):
         torch.manual_seed(0)
         model = models.LlamaLM(llama, cfg["layers"], cfg["seq"], cfg["vocab"], device="cuda",
                                dtype=dtype)
+        checkpoint_layers(model, row.checkpointing)
         compiled.append((model, torch.compile(model, backend=_compiled_backend(row),
                                               dynamic=False)))
     tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
@@ -852,12 +968,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
            if args.optimizer == "adamw" else None)
 
     fam, o = row.family, row.options
-    if fam in ("checkpoint", "checkpoint-compile"):
-        from torch.utils.checkpoint import checkpoint
-
-        for layer in model.stack.layers:
-            layer.forward = (lambda f: lambda *a: checkpoint(f, *a, use_reentrant=False))(
-                layer.forward)
+    checkpoint_layers(model, row.checkpointing)
     _set_process_compiler_config(torch, row)
     if fam.startswith("torch-offload"):
         torch._functorch.config.enable_activation_offloading = True
@@ -1023,14 +1134,15 @@ def paired_rows(spec: str, option: str = "--paired") -> tuple[Row, Row]:
         raise ValueError(f"{option} takes two rows, A,B, not {spec!r}")
     row_a, row_b = (parse_row(s) for s in names)
     for row in (row_a, row_b):
-        if not row.compiled or row.family not in ("compile", "offload-mlir"):
-            raise ValueError(f"{option} takes compile and offload-mlir rows, not {row.name}")
+        if row.family not in (*INDUCTOR_FAMILIES, "offload-mlir"):
+            raise ValueError(f"{option} takes compile and offload-mlir rows (and "
+                             f"checkpoint-compile, sac-compile), not {row.name}")
     # A compile row's recompute budget, partitioner and Inductor settings are
     # torch's process-wide settings, which an offload-mlir row without its
     # own would inherit.
     for row, other in ((row_a, row_b), (row_b, row_a)):
         for key, value in row.compiler_options.items():
-            if row.family == "compile" and other.options.get(key) != value:
+            if row.family in INDUCTOR_FAMILIES and other.options.get(key) != value:
                 raise ValueError(f"{option}: a compile row's {key}= applies to both rows; "
                                  f"give the other row the same {key}=")
     return row_a, row_b
@@ -1059,6 +1171,7 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
         torch.manual_seed(0)
         model = models.LlamaLM(cfg, args.layers, args.seq, args.vocab, device=device,
                                dtype=dtype)
+        checkpoint_layers(model, row.checkpointing)
         opt = (torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
                if args.optimizer == "adamw" else None)
         steps.append((model, torch.compile(model, backend=_compiled_backend(row),
@@ -1514,7 +1627,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="override the configuration's value")
     p.add_argument("--dtype", choices=["bf16", "f32"], default=None)
     p.add_argument("--optimizer", choices=["none", "adamw"], default="none")
-    p.add_argument("--rows", default=DEFAULT_ROWS)
+    p.add_argument("--rows", default=DEFAULT_ROWS,
+                   help="comma-separated rows, and names of row sets: "
+                        + ", ".join(ROW_SETS))
     p.add_argument("--steps", type=int, default=5, help="timed steps (after warm-up)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
@@ -1625,7 +1740,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     try:
-        rows = [parse_row(s) for s in args.rows.split(",") if s.strip()]
+        rows = [parse_row(s) for s in expand_rows(args.rows)]
     except ValueError as e:
         p.error(str(e))
     clean = child_args(argv if argv is not None else sys.argv[1:], ("--rows", "--out"))

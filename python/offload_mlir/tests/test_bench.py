@@ -496,3 +496,143 @@ def test_queued_by_calls_names_the_stream_work_before_each_gap():
     total = bench.idle_causes(kernels, launched)["queued_us"]
     assert sum(v[0] for v in r.values()) == total
     assert bench.queued_by_calls([], [], calls) == {}
+
+
+# ---------------------------------------------------------------------------
+# The frontier of issue 30: recompute rows, and checkpointed models through
+# offload-mlir
+# ---------------------------------------------------------------------------
+
+
+def test_frontier_rows_parse_and_name_their_gradient_baselines():
+    frontier = bench.expand_rows("frontier")
+    assert frontier == ["compile", "compile:amb=0.8", "compile:amb=0.6", "compile:amb=0.4",
+                        "compile:amb=0.2", "checkpoint-compile", "sac-compile", "offload-mlir",
+                        "offload-mlir:budget=0.9", "offload-mlir:budget=0.75",
+                        "offload-mlir:budget=0.6", "offload-mlir:checkpoint=1"]
+    # Named sets expand where they stand, beside plain rows.
+    assert bench.expand_rows("eager, frontier,checkpoint") == (
+        ["eager"] + frontier + ["checkpoint"])
+    rows = {s: bench.parse_row(s) for s in frontier}
+    assert all(r.compiled for s, r in rows.items() if s in frontier)
+    for amb in ("0.8", "0.6", "0.4", "0.2"):
+        row = rows[f"compile:amb={amb}"]
+        assert row.compiler_options == {"amb": amb} and row.grad_baseline == "compile"
+    assert rows["sac-compile"].checkpointing == "sac"
+    assert rows["checkpoint-compile"].checkpointing == "layer"
+    assert rows["compile"].checkpointing is None
+    # A checkpointed model through offload-mlir: its gradients compare with
+    # Inductor's on the same checkpointed model, its step time with compile.
+    row = rows["offload-mlir:checkpoint=1"]
+    assert (row.checkpointing, row.grad_baseline, row.baseline) == (
+        "layer", "checkpoint-compile", "compile")
+    row = bench.parse_row("offload-mlir:checkpoint=sac:budget=0.75:amb=0.5")
+    assert (row.checkpointing, row.grad_baseline) == ("sac", "sac-compile:amb=0.5")
+    assert bench.parse_row("offload-mlir:checkpoint=0").grad_baseline == "compile"
+    # Inductor's settings on a checkpointed model are its process-wide ones.
+    row = bench.parse_row("checkpoint-compile:amb=0.5:inductor.allow_buffer_reuse=0")
+    assert row.compiler_options == {"amb": "0.5", "inductor.allow_buffer_reuse": "0"}
+    with pytest.raises(ValueError, match="applies to both rows"):
+        bench.paired_rows("sac-compile:amb=0.5,offload-mlir:checkpoint=sac")
+    bench.paired_rows("checkpoint-compile,offload-mlir:checkpoint=1")
+    for bad, match in (("offload-mlir:checkpoint=2", "checkpoint= takes"),
+                       ("compile:checkpoint=1", "compile takes amb="),
+                       ("sac-compile:plan=all", "sac-compile takes amb=")):
+        with pytest.raises(ValueError, match=match):
+            bench.parse_row(bad)
+    with pytest.raises(ValueError, match="unknown row 'frontierx'"):
+        bench.parse_row(bench.expand_rows("frontierx")[0])
+
+
+def test_selective_checkpointing_saves_matmuls_and_recomputes_the_rest(monkeypatch):
+    """The sac rows' policy: matrix products and attention saved, every other
+    op recomputed in backward; the model so checkpointed trains to the same
+    bits as without checkpointing (eager, on the CPU)."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    from offload_mlir import models
+
+    aten = torch.ops.aten
+    policy = bench.sac_policy()
+    for op in (aten.mm.default, aten.addmm.default, aten.bmm.default,
+               aten._scaled_dot_product_flash_attention_for_cpu.default,
+               aten._scaled_dot_product_efficient_attention.default):
+        assert policy(None, op) == CheckpointPolicy.MUST_SAVE, op
+    for op in (aten.mul.Tensor, aten.silu.default, aten.rsqrt.default, aten.add.Tensor):
+        assert policy(None, op) == CheckpointPolicy.PREFER_RECOMPUTE, op
+
+    # What backward asks the policy again: the ops of each layer's replay.
+    recomputed = []
+    real_policy = bench.sac_policy
+
+    def recording_policy():
+        decide = real_policy()
+
+        def policy(ctx, op, *args, **kwargs):
+            if ctx.is_recompute:
+                recomputed.append((op.overloadpacket, decide(ctx, op)))
+            return decide(ctx, op, *args, **kwargs)
+        return policy
+
+    monkeypatch.setattr(bench, "sac_policy", recording_policy)
+    cfg = bench.CONFIGS["tiny"]
+
+    def grads(how):
+        torch.manual_seed(0)
+        model = models.LlamaLM(models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
+                                                  kv_heads=cfg["kv_heads"], ffn=cfg["ffn"]),
+                               cfg["layers"], cfg["seq"], cfg["vocab"])
+        bench.checkpoint_layers(model, how)
+        tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
+                               generator=torch.Generator().manual_seed(1))
+        model(tokens[:, :-1], tokens[:, 1:]).backward()
+        return [p.grad for p in model.parameters()]
+
+    plain = grads(None)
+    assert not recomputed
+    sac = grads("sac")
+    assert all(torch.equal(a, b) for a, b in zip(plain, sac))
+    # Backward replays each layer's forward up to the last op whose saved
+    # values it needs (torch's checkpoint stops there: before down_proj, whose
+    # output nothing saves): six of the seven products (q, k, v, o, gate, up)
+    # and the attention come from what forward saved, the cheap ops between
+    # them run again.
+    decisions = dict(recomputed)
+    assert [op for op, _ in recomputed].count(aten.mm) == cfg["layers"] * 6
+    assert decisions[aten.mm] == CheckpointPolicy.MUST_SAVE
+    assert decisions[aten._scaled_dot_product_flash_attention_for_cpu] == \
+        CheckpointPolicy.MUST_SAVE
+    for op in (aten.silu, aten.rsqrt, aten.mul):
+        assert decisions[op] == CheckpointPolicy.PREFER_RECOMPUTE, op
+
+
+@pytest.mark.usefixtures("offload_mlir")
+def test_frontier_rows_train_on_cpu(tmp_path):
+    """The frontier's recompute rows train (the lowest budget; the others
+    differ only in the number), the checkpointed models under Inductor too,
+    and a checkpointed model through offload-mlir matches Inductor on the
+    same checkpointed model bit for bit (plan=all, so something is offloaded
+    on the toy model). Each row compiles for tens of seconds on the CPU."""
+    out = tmp_path / "frontier"
+    rows = ("compile,compile:amb=0.2,checkpoint-compile,sac-compile,"
+            "offload-mlir:checkpoint=1:plan=all:min_bytes=0,"
+            "offload-mlir:checkpoint=sac:plan=all:min_bytes=0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.with_suffix(".json").read_text())
+    got = {r["row"]: r for r in doc["results"]}
+    assert list(got) == rows.split(",")
+    for name, r in got.items():
+        assert "error" not in r and r["step_s_median"] > 0 and len(r["losses"]) == 3, name
+        if name != "compile":
+            assert r["vs_baseline"]["losses_identical"], name
+    for how, base in (("1", "checkpoint-compile"), ("sac", "sac-compile")):
+        r = got[f"offload-mlir:checkpoint={how}:plan=all:min_bytes=0"]
+        assert r["grad_baseline"] == base and r["baseline"] == "compile"
+        assert r["vs_baseline"]["grads_identical"], how
+        assert r["offloaded"] > 0 and not r["fallback"], how
+    table = out.with_suffix(".md").read_text()
+    assert "identical to checkpoint-compile" in table and "identical to sac-compile" in table
