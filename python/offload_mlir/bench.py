@@ -6,7 +6,7 @@ training a model whose activations do not fit, side by side in one run.
     python -m offload_mlir.bench --rows compile,offload-mlir --repeat 3 --no-profile
     python -m offload_mlir.bench --plot-from docs/benchmarks/peers-bf16x8.json
     python -m offload_mlir.bench --merge a.json b.json --out docs/benchmarks/peers-bf16x8
-    python -m offload_mlir.bench --config bf16x8 --rows frontier --out frontier-bf16x8
+    python -m offload_mlir.bench --config bf16x8 --rows frontier,peers --out frontier-bf16x8
 
 The model is `offload_mlir.models.LlamaLM` with Llama-3-8B shapes (hidden
 4096, MLP 14336, 32 heads, 8 KV heads, vocab 128256), 8 x 1024 tokens: the
@@ -60,9 +60,42 @@ name of a row set stands for its rows, below):
     ...:inductor.NAME=V    (the same rows) torch._inductor.config.NAME for the
                            row's code generation, e.g. inductor.allow_buffer_reuse=0
 
+The peers from their own packages (python/benchmarks/peer_wheels.sh downloads
+them and what they need beside the GPU machine's packages into .whl/; install
+them there with `pip install --no-index --no-deps --target DIR .whl/*.whl` and
+put DIR on PYTHONPATH). Each runs the LlamaLM on one device in this process,
+with no distributed launcher; where it cannot run, it fails saying why:
+
+    deepspeed-cpu-ckpt     DeepSpeed 0.19's activation checkpointing with CPU
+                           checkpointing, eager: deepspeed.checkpointing.configure(
+                           None, checkpoint_in_cpu=True) and each layer through
+                           deepspeed.checkpointing.checkpoint (reentrant); each
+                           layer's input is copied to pinned host memory on a side
+                           stream (but the last layer's) and recomputed from in
+                           backward. A gloo group of this one process stands for
+                           the launcher's (deepspeed.init_distributed). On a CPU
+                           device it fails: DeepSpeed's synchronous path empties
+                           the input it meant to copy. `:partition=1` adds
+                           partition_activations (all of each input with one
+                           process), whose copy is a blocking .cpu()
+    megatron-offload       Megatron-Core 0.19's fine-grained activation offloading
+                           (FineGrainedActivationOffloadingInterface), each layer
+                           one offload group, eager. Fails: its offload context
+                           needs Transformer Engine, whose PyTorch extension is
+                           published only as source for a CUDA build against the
+                           installed torch (its CUDA 13 library alone is a 276 MB
+                           wheel); the in-house layer-group row stands in for it
+    thunder-offload        Lightning Thunder's CPUOffloading transform,
+                           thunder.jit(model, transforms=[CPUOffloading()]),
+                           compared with compile. Fails: lightning-thunder 0.2.6
+                           ships no such transform (at tag 0.2.6 it is only the
+                           tutorial notebook writing_a_trace_transform_cpu_offloading)
+
 Row sets (ROW_SETS): `frontier` is compile, compile:amb=0.8, 0.6, 0.4, 0.2,
 checkpoint-compile, sac-compile, offload-mlir, offload-mlir:budget=0.9, 0.75,
-0.6 and offload-mlir:checkpoint=1.
+0.6 and offload-mlir:checkpoint=1; `peers` is eager, checkpoint,
+deepspeed-cpu-ckpt, deepspeed-cpu-ckpt:partition=1, megatron-offload and
+thunder-offload.
 
 Eager rows are compared with `eager` and compiled rows with `compile`, each
 for step time, peak memory and gradients (bit for bit, through a position-
@@ -224,6 +257,11 @@ _FAMILIES = {
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
                                    "load_lead", "profile", "reuse_freed_buffers",
                                    "checkpoint")),
+    # The peers' own packages (python/benchmarks/peer_wheels.sh); each row
+    # says itself why where it cannot run.
+    "deepspeed-cpu-ckpt": (False, False, ("partition",)),
+    "megatron-offload": (False, False, ()),
+    "thunder-offload": (True, False, ()),
 }
 
 # Named row lists for --rows, each expanded where it stands in the list.
@@ -234,6 +272,9 @@ ROW_SETS = {
     "frontier": ("compile,compile:amb=0.8,compile:amb=0.6,compile:amb=0.4,compile:amb=0.2,"
                  "checkpoint-compile,sac-compile,offload-mlir,offload-mlir:budget=0.9,"
                  "offload-mlir:budget=0.75,offload-mlir:budget=0.6,offload-mlir:checkpoint=1"),
+    # The peers from their own packages, with the eager rows they compare with.
+    "peers": ("eager,checkpoint,deepspeed-cpu-ckpt,deepspeed-cpu-ckpt:partition=1,"
+              "megatron-offload,thunder-offload"),
 }
 
 
@@ -268,6 +309,8 @@ def parse_row(spec: str) -> Row:
         elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
             raise ValueError(f"row {spec!r}: checkpoint= takes "
                              f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
+        elif key == "partition" and value.lower() not in ("0", "1", "true", "false"):
+            raise ValueError(f"row {spec!r}: partition= takes 0 or 1, not {value!r}")
         options[key] = value
     return Row(spec, family, compiled, options, needs_cuda)
 
@@ -642,6 +685,182 @@ def _torchtune_offloader(model):
 
 
 # ---------------------------------------------------------------------------
+# The peers from their own packages (python/benchmarks/peer_wheels.sh)
+# ---------------------------------------------------------------------------
+
+PEER_WHEELS = ("python/benchmarks/peer_wheels.sh downloads it into .whl/: pip install "
+               "--no-index --no-deps --target DIR .whl/*.whl, with DIR on PYTHONPATH")
+
+
+def _import_peer(module: str, row: str, package: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise RuntimeError(f"{row}: {package} is not installed ({e}); {PEER_WHEELS}") from e
+
+
+def _single_process_env() -> None:
+    """The environment of torch.distributed's env:// initialisation for a
+    group of this one process (rank 0 of 1, a free local port), where no
+    launcher set it: DeepSpeed and Megatron-Core ask the group for ranks,
+    and with one process nothing is communicated."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"),
+                       ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port))):
+        os.environ.setdefault(key, value)
+
+
+def _deepspeed_cpu_checkpointing(model, partition: bool):
+    """DeepSpeed's activation checkpointing with CPU checkpointing, from
+    deepspeed 0.19: `deepspeed.checkpointing.configure(None,
+    partition_activations=partition, checkpoint_in_cpu=True)` and each
+    decoder layer run through `deepspeed.checkpointing.checkpoint` (its
+    reentrant CheckpointFunction), as Megatron-DeepSpeed's layers do. Only
+    the layer's input goes through the checkpoint: it saves nothing of the
+    layer but that input, which it copies to pinned host memory (without
+    `partition`, on a side stream, all but the last layer's; with it,
+    `.cpu()` of the input's partition, all of it with one process) and
+    empties on the GPU; the rope tables, the model's buffers that every
+    layer reads, stay out of it (they are closed over). DeepSpeed's
+    communication backend is a gloo group of this one process, set up
+    here (deepspeed.init_distributed): no launcher. On a CPU device only
+    `partition` runs (the other path empties the input it meant to copy).
+    Returns a function giving the row's DeepSpeed figures."""
+    deepspeed = _import_peer("deepspeed", "deepspeed-cpu-ckpt", "deepspeed 0.19")
+    from deepspeed.runtime.activation_checkpointing import checkpointing as ds_checkpointing
+
+    if not partition and not next(model.parameters()).is_cuda:
+        # Its synchronous path copies the input "to the CPU" with .to(), the
+        # same tensor on a CPU device, whose storage it then empties.
+        raise RuntimeError(
+            "deepspeed-cpu-ckpt: on a CPU device DeepSpeed's checkpoint_in_cpu without "
+            "partition_activations empties the checkpointed input itself (its copy to the "
+            "CPU, .to('cpu'), is the same tensor): run it on CUDA, or with partition=1")
+    _single_process_env()
+    deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False, verbose=False)
+    deepspeed.checkpointing.configure(None, partition_activations=partition,
+                                      checkpoint_in_cpu=True)
+    checkpoint = deepspeed.checkpointing.checkpoint
+    for layer in model.stack.layers:
+        layer.forward = (lambda f: lambda x, cos, sin: checkpoint(
+            lambda h: f(h, cos, sin), x))(layer.forward)
+
+    def figures() -> dict:
+        engine = ds_checkpointing._cpu_offload_engine
+        return {"package": f"deepspeed {deepspeed.__version__}",
+                "cpu_checkpointing": ds_checkpointing.CPU_CHECKPOINT,
+                "partition_activations": ds_checkpointing.PARTITION_ACTIVATIONS,
+                # The asynchronous engine (CUDA, without partitioning); None
+                # where DeepSpeed copies synchronously.
+                "offload_engine": None if engine is None else dataclasses.asdict(engine.stats)}
+    return figures
+
+
+def _megatron_fine_grained_offloading(model):
+    """Megatron-Core's fine-grained activation offloading, from megatron-core
+    0.19 (megatron.core.pipeline_parallel.fine_grained_activation_offload):
+    each decoder layer one offload group, as TransformerLayer opens one per
+    offloaded module (`with FineGrainedActivationOffloadingInterface(...)`,
+    then `group_offload` of its output), a chunk handler per step as
+    GPTModel.preprocess_for_fine_grained_offloading makes it (the default
+    1M-element minimum and offload fraction 1), and reset() between steps
+    as Megatron's schedules call it; torch.distributed is a gloo group of
+    this one process (its offload summary gathers over the group).
+
+    Its offload context (PipelineOffloadManager.__enter__) needs Transformer
+    Engine, and raises "TE CPU offload is not available" without it: the
+    row checks that first, through the same module megatron-core reads it
+    from, and fails saying so. Transformer Engine's PyTorch extension
+    (transformer-engine-torch 2.20) is published only as source, built with
+    CUDA against the installed torch, beside a 276 MB library wheel
+    (transformer-engine-cu13): neither is carried, so the code past that
+    check has not run anywhere."""
+    import importlib.metadata
+
+    import torch
+
+    fgao = _import_peer("megatron.core.pipeline_parallel.fine_grained_activation_offload",
+                        "megatron-offload", "megatron-core 0.19")
+    te_ext = _import_peer("megatron.core.extensions.transformer_engine", "megatron-offload",
+                          "megatron-core 0.19")
+    version = importlib.metadata.version("megatron-core")
+    if te_ext.cpu_offload is None:
+        raise RuntimeError(
+            f"megatron-offload: megatron-core {version}'s fine-grained activation offloading "
+            "needs Transformer Engine, not installed ('TE CPU offload is not available': "
+            "PipelineOffloadManager.__enter__ sets transformer_engine.pytorch.cpu_offload."
+            "CPUOffloadEnabled); TE's PyTorch extension is source-only (a CUDA build against "
+            "the installed torch) and its CUDA 13 library a 276 MB wheel: neither is carried")
+    _single_process_env()
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("gloo")
+    interface = fgao.FineGrainedActivationOffloadingInterface
+    interface.reset_instance()
+
+    def new_step(module, args):
+        interface.reset()
+        interface.init_chunk_handler(pp_rank=0, vp_size=None, vp_stage=None,
+                                     min_offloaded_tensor_size=1024 * 1024,
+                                     delta_offload_bytes_across_pp_ranks=0,
+                                     activation_offload_fraction=1.0)
+
+    model.stack.register_forward_pre_hook(new_step)
+
+    def offloaded(f):
+        def forward(x, cos, sin):
+            group = interface(True, x, "decoder_layer")
+            with group as x:
+                out = f(x, cos, sin)
+            return group.group_offload(out)
+        return forward
+
+    for layer in model.stack.layers:
+        layer.forward = offloaded(layer.forward)
+
+    def figures() -> dict:
+        manager = fgao.PipelineOffloadManager.get_instance()
+        return {"package": f"megatron-core {version}",
+                "offload_summary_bytes": getattr(manager, "_offload_summary_bytes", None)}
+    return figures
+
+
+# Where a Thunder release would have its CPUOffloading transform.
+THUNDER_OFFLOAD_MODULES = ("thunder.transforms.cpu_offloading", "thunder.transforms.cpu_offload")
+
+
+def _thunder_cpu_offloading(model):
+    """`thunder.jit(model, transforms=[CPUOffloading()])`, Lightning
+    Thunder's CPU offloading transform, from lightning-thunder's package.
+    lightning-thunder 0.2.6 (the latest release) has none: in Thunder's
+    repository at tag 0.2.6 the transform is the tutorial notebook
+    notebooks/writing_a_trace_transform_cpu_offloading.ipynb, not a module
+    of the package. The row fails saying so, unless the installed Thunder
+    has it in one of THUNDER_OFFLOAD_MODULES."""
+    import importlib
+
+    thunder = _import_peer("thunder", "thunder-offload", "lightning-thunder 0.2.6")
+    for name in THUNDER_OFFLOAD_MODULES:
+        try:
+            transform = importlib.import_module(name).CPUOffloading
+            break
+        except (ImportError, AttributeError):
+            continue
+    else:
+        raise RuntimeError(
+            f"thunder-offload: lightning-thunder {thunder.__version__} has no CPUOffloading "
+            "transform (no thunder.transforms.cpu_offloading): at tag 0.2.6 it is only the "
+            "tutorial notebook notebooks/writing_a_trace_transform_cpu_offloading.ipynb, "
+            "not part of the package")
+    return thunder.jit(model, transforms=[transform()])
+
+
+# ---------------------------------------------------------------------------
 # One row, in its own process
 # ---------------------------------------------------------------------------
 
@@ -986,8 +1205,19 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         hooks = offloader.hooks
     elif fam == "torchtune":
         hooks = _torchtune_offloader(model)
+    peer_figures = None
+    if fam == "deepspeed-cpu-ckpt":
+        peer_figures = _deepspeed_cpu_checkpointing(
+            model, o.get("partition", "0").lower() in ("1", "true"))
+    elif fam == "megatron-offload":
+        peer_figures = _megatron_fine_grained_offloading(model)
 
-    if row.compiled:
+    if fam == "thunder-offload":
+        jitted = _thunder_cpu_offloading(model)
+
+        def forward(tokens, targets):
+            return jitted(tokens, targets)
+    elif row.compiled:
         compiled = torch.compile(model, backend=_compiled_backend(row), dynamic=False)
 
         def forward(tokens, targets):
@@ -1097,6 +1327,10 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         result["runtime_per_step"] = {
             "d2h_bytes": offloader.d2h_bytes / (args.warmup + args.steps),
             "h2d_bytes": offloader.h2d_bytes / (args.warmup + args.steps)}
+    if peer_figures is not None:
+        # The package's own counts, over every step so far (the profiled
+        # step's trace has the bytes copied).
+        result["peer"] = peer_figures()
 
     # One more step under the profiler, for the copies and what hid them.
     if device == "cuda" and not args.no_profile:

@@ -499,8 +499,8 @@ def test_queued_by_calls_names_the_stream_work_before_each_gap():
 
 
 # ---------------------------------------------------------------------------
-# The frontier of issue 30: recompute rows, and checkpointed models through
-# offload-mlir
+# The frontier of issue 30: recompute rows, checkpointed models through
+# offload-mlir, the peers from their own packages, and the plot of them all
 # ---------------------------------------------------------------------------
 
 
@@ -511,9 +511,9 @@ def test_frontier_rows_parse_and_name_their_gradient_baselines():
                         "offload-mlir:budget=0.9", "offload-mlir:budget=0.75",
                         "offload-mlir:budget=0.6", "offload-mlir:checkpoint=1"]
     # Named sets expand where they stand, beside plain rows.
-    assert bench.expand_rows("eager, frontier,checkpoint") == (
-        ["eager"] + frontier + ["checkpoint"])
-    rows = {s: bench.parse_row(s) for s in frontier}
+    assert bench.expand_rows("eager, frontier,peers") == (
+        ["eager"] + frontier + bench.expand_rows(bench.ROW_SETS["peers"]))
+    rows = {s: bench.parse_row(s) for s in frontier + bench.expand_rows("peers")}
     assert all(r.compiled for s, r in rows.items() if s in frontier)
     for amb in ("0.8", "0.6", "0.4", "0.2"):
         row = rows[f"compile:amb={amb}"]
@@ -535,8 +535,14 @@ def test_frontier_rows_parse_and_name_their_gradient_baselines():
     with pytest.raises(ValueError, match="applies to both rows"):
         bench.paired_rows("sac-compile:amb=0.5,offload-mlir:checkpoint=sac")
     bench.paired_rows("checkpoint-compile,offload-mlir:checkpoint=1")
+    # The peers: eager rows but Thunder's (a compiler); DeepSpeed partitions on request.
+    assert [rows[s].compiled for s in ("deepspeed-cpu-ckpt", "megatron-offload",
+                                       "thunder-offload")] == [False, False, True]
+    assert bench.parse_row("deepspeed-cpu-ckpt:partition=1").options == {"partition": "1"}
     for bad, match in (("offload-mlir:checkpoint=2", "checkpoint= takes"),
+                       ("deepspeed-cpu-ckpt:partition=yes", "partition= takes"),
                        ("compile:checkpoint=1", "compile takes amb="),
+                       ("megatron-offload:layers=2", "takes no options"),
                        ("sac-compile:plan=all", "sac-compile takes amb=")):
         with pytest.raises(ValueError, match=match):
             bench.parse_row(bad)
@@ -636,3 +642,47 @@ def test_frontier_rows_train_on_cpu(tmp_path):
         assert r["offloaded"] > 0 and not r["fallback"], how
     table = out.with_suffix(".md").read_text()
     assert "identical to checkpoint-compile" in table and "identical to sac-compile" in table
+
+
+def _peers_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) for m in ("deepspeed", "megatron", "thunder"))
+
+
+def test_peer_rows_run_or_say_why(tmp_path):
+    """The peers from their own packages. With them installed (the wheels of
+    python/benchmarks/peer_wheels.sh, on PYTHONPATH): DeepSpeed's CPU
+    checkpointing trains to eager's bits (partitioned; unpartitioned it
+    needs CUDA, and says so), Megatron-Core's offloading fails for want of
+    Transformer Engine, Thunder 0.2.6 for want of a CPUOffloading transform,
+    each saying so. Without them, each row fails saying how to install it."""
+    out = tmp_path / "peers"
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+         "--rows", "peers", "--steps", "2", "--warmup", "1",
+         "--out", str(out)],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # rows failed
+    doc = json.loads(out.with_suffix(".json").read_text())
+    got = {r["row"]: r for r in doc["results"]}
+    assert got["checkpoint"]["vs_baseline"]["grads_identical"]
+    failed = {name: r["reason"] for name, r in got.items() if r.get("status") == "failed"}
+    table = out.with_suffix(".md").read_text()
+    if not _peers_installed():
+        assert set(failed) == {"deepspeed-cpu-ckpt", "deepspeed-cpu-ckpt:partition=1",
+                               "megatron-offload", "thunder-offload"}
+        for name, reason in failed.items():
+            assert "is not installed" in reason and "peer_wheels.sh" in reason, name
+        return
+    ds = got["deepspeed-cpu-ckpt:partition=1"]
+    assert ds["vs_baseline"]["grads_identical"] and ds["vs_baseline"]["losses_identical"]
+    assert ds["peer"] == {"package": "deepspeed 0.19.8", "cpu_checkpointing": True,
+                          "partition_activations": True, "offload_engine": None}
+    assert set(failed) == {"deepspeed-cpu-ckpt", "megatron-offload", "thunder-offload"}
+    assert "on a CPU device DeepSpeed's checkpoint_in_cpu" in failed["deepspeed-cpu-ckpt"]
+    assert ("megatron-core 0.19.2's fine-grained activation offloading needs Transformer "
+            "Engine" in failed["megatron-offload"])
+    assert ("lightning-thunder 0.2.6 has no CPUOffloading transform"
+            in failed["thunder-offload"])
+    assert "| megatron-offload | failed: RuntimeError: megatron-offload: megatron-core" in table
