@@ -134,7 +134,8 @@ pooled.
 
 Writes `<out>.json` (every figure, rewritten after each row so a cut-off run
 keeps what finished), `<out>.md` (the table) and `<out>.png` (peak memory
-against step time; needs matplotlib, else `--plot-from` draws it later).
+against step time, a point for every measured row and in its key the rows
+that failed, with why; needs matplotlib, else `--plot-from` draws it later).
 """
 
 from __future__ import annotations
@@ -1727,31 +1728,70 @@ def table(doc: dict) -> str:
     return head + "\n".join(lines) + "\n" + foot
 
 
-def plot(doc: dict, path: str) -> bool:
-    """Peak allocated memory against step time, one point per row, with
-    offload-mlir's rows joined as a frontier: every row on a logarithmic
-    time axis, and beside it the compiled rows within 1.15x of their run's
-    `compile`, against that ratio (where the compiled peers and the targets
-    lie, and where their labels would otherwise overprint). Points carry
-    numbers; the key names their rows. False if matplotlib is absent."""
+# Point colours of the plot by kind of row, in the order of its legend.
+PLOT_KINDS = (
+    ("offload-mlir", "tab:red"),
+    ("Inductor's recompute budget, checkpointing", "tab:blue"),
+    ("peers' own packages", "tab:green"),
+    ("other rows", "tab:gray"),
+)
+
+
+def plot_kind(r: dict) -> str:
+    """The kind of row a result is, for its colour (PLOT_KINDS)."""
+    family = r.get("family") or r["row"].split(":")[0]
+    if family == "offload-mlir":
+        return "offload-mlir"
+    if (family in ("checkpoint", "checkpoint-compile", "sac-compile")
+            or (family == "compile" and ":amb=" in r["row"])):
+        return "Inductor's recompute budget, checkpointing"
+    if family in ("deepspeed-cpu-ckpt", "megatron-offload", "thunder-offload", "torchtune"):
+        return "peers' own packages"
+    return "other rows"
+
+
+def plot_rows(doc: dict) -> tuple[list, list]:
+    """What the plot shows: the measured rows, numbered from 1 ([(number,
+    result)]: one per row name, the first run's, unless a later run
+    superseded it, as marked in the data), fallback rows among them (they
+    ran untransformed, and the plot marks them so); and the rows with no
+    figures ([(row, why)]: failed or skipped), which its key lists."""
+    measured, failed, seen = [], [], set()
+    for r in doc["results"]:
+        if r.get("superseded") or r["row"] in seen:
+            continue
+        seen.add(r["row"])
+        if "error" in r:
+            reason = (_failure_reason(r["stderr_tail"]) if r.get("stderr_tail")
+                      else r.get("reason", ""))
+            failed.append((r["row"], f"{r.get('status', 'failed')}: {reason}"))
+        else:
+            measured.append(r)
+    return list(enumerate(measured, 1)), failed
+
+
+def plot_figure(doc: dict):
+    """Peak allocated memory against step time, one point per measured row
+    (plot_rows), with offload-mlir's rows joined as a frontier: every row on
+    a time axis (logarithmic where the rows span more than 3x), and beside
+    it the compiled rows within 1.15x of their run's `compile`, against that
+    ratio (where the compiled peers and the targets lie, and where their
+    labels would otherwise overprint). Points carry numbers; the key names
+    their rows, then the rows that have no figures and why. Colours tell the
+    kind of row (PLOT_KINDS), squares eager rows from compiled circles, and
+    a cross a fallback row (untransformed: offload-mlir's plan did not
+    apply). The matplotlib figure, or None if matplotlib is absent."""
     try:
         import matplotlib
         import matplotlib.ticker
 
         matplotlib.use("Agg")
+        import matplotlib.lines
         import matplotlib.pyplot as plt
     except ImportError:
-        return False
-    # One point per row, the first run's, unless a later run superseded it
-    # (marked in the data). A fallback row ran untransformed: it is the
-    # compile baseline again.
-    ok, seen = [], set()
-    for r in doc["results"]:
-        if "error" not in r and not r.get("superseded") and r["row"] not in seen:
-            seen.add(r["row"])
-            if not r.get("fallback"):
-                ok.append(r)
-    numbered = list(enumerate(ok, 1))
+        return None
+    numbered, failed = plot_rows(doc)
+    ok = [r for _, r in numbered]
     near = []
     for i, r in numbered:
         base, _ = baseline_of(doc["results"], r)
@@ -1759,6 +1799,7 @@ def plot(doc: dict, path: str) -> bool:
             ratio = r["step_s_median"] / base["step_s_median"]
             if ratio <= 1.15:
                 near.append((i, r, ratio))
+    colours = dict(PLOT_KINDS)
 
     fig, (ax_all, ax_near, ax_key) = plt.subplots(
         1, 3, figsize=(15, 5.5), gridspec_kw={"width_ratios": [1, 1, 0.75]})
@@ -1774,9 +1815,9 @@ def plot(doc: dict, path: str) -> bool:
         dy = (max(ys) - min(ys)) or 1.0
         for i, r, x in points:
             y = r["peak_allocated_bytes"] / GiB
-            ax.scatter(x, y, marker="o" if r["compiled"] else "s",
-                       color="tab:red" if r["family"] == "offload-mlir" else "tab:gray",
-                       zorder=3)
+            ax.scatter(x, y, marker="x" if r.get("fallback") else
+                       ("o" if r["compiled"] else "s"),
+                       color=colours[plot_kind(r)], zorder=3)
             # Numbers of points that nearly coincide are stacked, not overprinted.
             stacked = sum(
                 1 for px, py in placed
@@ -1785,8 +1826,8 @@ def plot(doc: dict, path: str) -> bool:
             placed.append((x, y))
             ax.annotate(str(i), (x, y), fontsize=7, xytext=(4, 2 - 8 * stacked),
                         textcoords="offset points")
-        ours = sorted((x, r["peak_allocated_bytes"] / GiB)
-                      for _, r, x in points if r["family"] == "offload-mlir")
+        ours = sorted((x, r["peak_allocated_bytes"] / GiB) for _, r, x in points
+                      if r["family"] == "offload-mlir" and not r.get("fallback"))
         frontier, best = [], float("inf")
         for x, y in ours:  # the points no other offload-mlir point beats on both axes
             if y < best:
@@ -1806,17 +1847,46 @@ def plot(doc: dict, path: str) -> bool:
         ax_all.set_xlabel("median step time (ms, logarithmic)")
     else:
         ax_all.set_xlabel("median step time (ms)")
-    ax_all.set_title("every row; squares eager, circles compiled", fontsize=9)
+    ax_all.set_title("every row; squares eager, circles compiled, x fallback", fontsize=9)
     ax_near.set_xlabel("median step time / compile's in the same run")
     ax_near.set_title("compiled rows within 1.15x of compile", fontsize=9)
     ax_key.axis("off")
-    ax_key.text(0, 1, "\n".join(f"{i:>2}  {r['row']}" for i, r in numbered),
-                va="top", ha="left", fontsize=6.5, family="monospace",
+    key = [f"{i:>2}  {r['row']}" + ("  (fallback, untransformed)" if r.get("fallback") else "")
+           for i, r in numbered]
+    if failed:
+        import textwrap
+
+        key += ["", "no figures:"]
+        for row, why in failed:
+            # "failed: RuntimeError: ROW: what" -> "failed: what", in lines.
+            status, _, what = why.partition(": ")
+            what = what.split(": ", 1)[-1] if ("Error: " in what or "Exception: " in what) else what
+            what = what.removeprefix(f"{row}: ")
+            lines = textwrap.wrap(what, 52) or [""]
+            key.append(f"  {row}: {status}")
+            key += [f"      {line}" for line in lines[:3]]
+            if len(lines) > 3:
+                key[-1] += " ..."
+    ax_key.text(0, 1, "\n".join(key), va="top", ha="left", fontsize=6.5, family="monospace",
                 transform=ax_key.transAxes)
+    kinds = [k for k, _ in PLOT_KINDS if any(plot_kind(r) == k for r in ok)]
+    ax_key.legend(handles=[matplotlib.lines.Line2D([], [], marker="o", linestyle="",
+                                                   color=colours[k], label=k) for k in kinds],
+                  loc="lower left", fontsize=7, frameon=False)
     a = doc["args"]
     fig.suptitle(f"{a['config']} ({a['layers']} layers, {a['dtype']}), "
                  f"{doc.get('device_name', a['device'])}", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot(doc: dict, path: str) -> bool:
+    """plot_figure's figure, written to `path`; False if matplotlib is absent."""
+    fig = plot_figure(doc)
+    if fig is None:
+        return False
+    import matplotlib.pyplot as plt
+
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True

@@ -686,3 +686,61 @@ def test_peer_rows_run_or_say_why(tmp_path):
     assert ("lightning-thunder 0.2.6 has no CPUOffloading transform"
             in failed["thunder-offload"])
     assert "| megatron-offload | failed: RuntimeError: megatron-offload: megatron-core" in table
+
+
+def _frontier_doc(config: str) -> dict:
+    """A benchmark result of the frontier and the peers, as a GPU run writes
+    it: figures made up, in the shape of the real ones (one fallback, four
+    rows that could not run)."""
+    args = {"config": config, "layers": bench.CONFIGS[config]["layers"],
+            "dtype": bench.CONFIGS[config]["dtype"], "batch": 8, "seq": 1024,
+            "optimizer": "none", "deterministic": True, "device": "cuda"}
+    results = []
+    for i, spec in enumerate(bench.expand_rows("frontier,peers")):
+        row = bench.parse_row(spec)
+        if spec in ("megatron-offload", "thunder-offload"):
+            why = f"RuntimeError: {spec}: cannot run here, for a reason told at length"
+            results.append({"row": spec, "error": True, "status": "failed", "reason": why,
+                            "stderr_tail": f"Traceback (most recent call last):\n{why}\n"})
+            continue
+        results.append({
+            "row": spec, "family": row.family, "compiled": row.compiled,
+            "baseline": row.baseline, "grad_baseline": row.grad_baseline,
+            "step_s_median": (0.184 if row.compiled else 0.25) * (1 + 0.04 * (i % 7)),
+            "peak_allocated_bytes": int((17.6 - 0.6 * (i % 9)) * bench.GiB),
+            "losses": [1.0], "grad_checksums": {"w": [i % 2, 0.0]},
+            "fallback": ("error: graphsafe_run_with_rng_state is a higher-order op"
+                         if spec == "offload-mlir:checkpoint=1" else None)})
+    return {"args": args, "device_name": "NVIDIA H100 80GB HBM3", "results": results}
+
+
+@pytest.mark.parametrize("config", ["bf16x8", "fp32x9"])
+def test_plot_shows_every_row_of_the_frontier(tmp_path, config):
+    pytest.importorskip("matplotlib")
+    doc = _frontier_doc(config)
+    numbered, failed = bench.plot_rows(doc)
+    names = [r["row"] for r in doc["results"]]
+    # Every row: a numbered point, or a line of the key saying why it has none.
+    assert [r["row"] for _, r in numbered] + [n for n, _ in failed] == [
+        n for n in names if n not in ("megatron-offload", "thunder-offload")] + [
+        "megatron-offload", "thunder-offload"]
+    fig = bench.plot_figure(doc)
+    ax_all, ax_near, ax_key = fig.axes[:3]
+    assert len(ax_all.collections) == len(numbered)  # one scatter point per measured row
+    key = "\n".join(t.get_text() for t in ax_key.texts)
+    for i, r in numbered:
+        assert f"{i:>2}  {r['row']}" in key
+    assert "\n12  offload-mlir:checkpoint=1  (fallback, untransformed)\n" in key
+    assert ("\n  megatron-offload: failed\n      cannot run here, for a reason told at length"
+            in key)
+    legend = [t.get_text() for t in ax_key.get_legend().get_texts()]
+    assert legend == [k for k, _ in bench.PLOT_KINDS]
+    dtype = bench.CONFIGS[config]["dtype"]
+    assert fig._suptitle.get_text().startswith(f"{config} (")
+    assert dtype in fig._suptitle.get_text()
+    # The same through --plot-from, as a GPU run's JSON is drawn here.
+    path = tmp_path / f"{config}.json"
+    path.write_text(json.dumps(doc))
+    assert bench.main(["--plot-from", str(path)]) == 0
+    assert path.with_suffix(".png").stat().st_size > 10_000
+    assert "| megatron-offload | failed:" in path.with_suffix(".md").read_text()
