@@ -1320,6 +1320,12 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         rep = offload_mlir.last_report() or {}
         result["fallback"] = rep.get("fallback")
         result["offloaded"] = len(rep.get("offloaded") or [])
+        # The saved values the joint plan computes again in backward (the
+        # partitioner carried them out), with the forward nodes each repeats.
+        result["recomputed"] = rep.get("recomputed") or {}
+        joint = ((rep.get("joint_plan") or {}).get("steps")) or []
+        if joint:
+            result["joint_planned"] = joint[0].get("planned")
         steps = ((rep.get("pipeline") or {}).get("steps")) or []
         if steps:
             result["predicted"] = steps[0].get("predicted")
