@@ -432,6 +432,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         llvm::make_scope_exit([&, saved = budgetValue] { budgetValue = saved; });
     if (mode == PlanMode::Budget)
       budgetValue.bytes = stepBudget.resolve(without.peakBytes);
+    // plan=hidden: the allowance over the step as it came is the joint
+    // plan's to spend, on recomputation or on copies the link does not hide.
+    if (mode == PlanMode::Hidden)
+      hiddenStepLimit = limit;
+    auto forgetLimit = llvm::make_scope_exit([&] { hiddenStepLimit.reset(); });
 
     // The first k ranked candidates, as candidates of `target` (a copy of
     // `step` whose saved links are numbered alike).
@@ -581,7 +586,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       llvm::stable_sort(order, [&](unsigned a, unsigned b) {
         return planner.candidates[a].bytes > planner.candidates[b].bytes;
       });
-      double limit = baseline.stepSeconds * (1 + maxSlowdown);
+      double limit =
+          hiddenStepLimit.value_or(baseline.stepSeconds * (1 + maxSlowdown));
       fitHidden(planner, order, limit, baseline.stepSeconds * maxInterference,
                 chosen);
     } else {
@@ -924,6 +930,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// planStepJointly: the peak of the step before its recomputation, while
   /// the plan on the recomputed step is made.
   std::optional<int64_t> peakAsItCame;
+  /// planStepJointly, plan=hidden: the step time the copies may take the
+  /// step to (exposed copies included), set to the joint limit: the step as
+  /// it came plus max-slowdown and max-recompute.
+  std::optional<double> hiddenStepLimit;
   /// Set where a budget plan is made synchronous (see planStep).
   std::optional<Planner> synchronousPlanner;
 

@@ -100,8 +100,9 @@ struct OffloadPipelineOptions
       llvm::cl::init(defaults::kRecompute)};
   PassOptions::Option<double> maxRecompute{
       *this, "max-recompute",
-      llvm::cl::desc("plan=hidden: largest predicted step time increase "
-                     "recomputation may add, on top of max-slowdown"),
+      llvm::cl::desc("plan=hidden with recompute: largest predicted step "
+                     "time increase recomputation and unhidden copies may "
+                     "add together, on top of max-slowdown"),
       llvm::cl::init(defaults::kMaxRecompute)};
   PassOptions::Option<unsigned> recomputeMaxOps{
       *this, "recompute-max-ops",

@@ -340,7 +340,10 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     over how many, each with the copies planned on top as above), the cost
     model predicts step time and peak, and the pass keeps the combination
     that fits `budget` fastest, or, for plan=hidden, the lowest peak within
-    `max-slowdown` plus `max-recompute` of the step without either. It
+    `max-slowdown` plus `max-recompute` of the step without either (that
+    allowance is the joint plan's, for recomputation and for copies the
+    link does not hide alike; with `recompute=false` copies must stay
+    hidden within `max-slowdown`). It
     carries its recompute decisions out itself (as
     `offload-insert-recomputes` does: `offload.recompute` in backward, the
     values gone from the interface), so the copies are planned on the step
@@ -404,8 +407,9 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            "again in backward instead (offload.recompute)">,
     Option<"maxRecompute", "max-recompute", "double",
            /*default=*/"::mlir::offload::defaults::kMaxRecompute",
-           "plan=hidden: largest predicted step time increase recomputation "
-           "may add, as a fraction, on top of max-slowdown">,
+           "plan=hidden with recompute: largest predicted step time increase, "
+           "as a fraction on top of max-slowdown, that recomputation and copies "
+           "the link does not hide may add together">,
     Option<"recomputeMaxOps", "recompute-max-ops", "unsigned",
            /*default=*/"::mlir::offload::defaults::kRecomputeMaxOps",
            "Most forward ops one recomputation may repeat">,
