@@ -117,6 +117,11 @@ class OffloadOptions:
     # values may be computed again in backward; the partitioner carries the
     # decisions out (OffloadPartitioner).
     recompute: bool = True
+    # plan="hidden" once the partitioner carried out the joint plan's
+    # recomputation (after_recompute): the step time the copies may add over
+    # the recomputed step, what remains of the joint plan's allowance (the
+    # pipeline's max-slowdown). None: the pipeline's default.
+    copy_allowance: float | None = None
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -200,7 +205,19 @@ class OffloadOptions:
                     pass
             if fraction is not None and came:
                 budget = int(fraction * came)
-        return dataclasses.replace(self, recompute=False, budget=budget)
+        # plan=hidden: the joint plan may spend its allowance over the step as
+        # it came (max-slowdown + max-recompute, 1%) on recomputation and on
+        # copies alike; what the recomputation left is the copies' now.
+        allowance = None
+        steps = first.get("pipeline", {}).get("steps", [])
+        if budget is None and self.plan == "hidden" and steps:
+            planned = steps[0].get("planned", {})
+            came = planned.get("unplanned_step_seconds")
+            recomputed = steps[0].get("predicted", {}).get("step_seconds_before")
+            if came and recomputed:
+                allowance = max(0.0, came * (1 + _JOINT_ALLOWANCE) / recomputed - 1)
+        return dataclasses.replace(self, recompute=False, budget=budget,
+                                   copy_allowance=allowance)
 
     def pipeline_options(self, report: str = "json") -> str:
         parts = [f"min-bytes={self.min_bytes}"]
@@ -222,6 +239,8 @@ class OffloadOptions:
         # memory-bound ops the exported graph still lists one by one.
         if not self.recompute:
             parts.append("recompute=false")
+        if self.copy_allowance is not None:
+            parts.append(f"max-slowdown={float(self.copy_allowance)!r}")
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
@@ -361,6 +380,11 @@ class OffloadPartitioner(CustomPartitionerFn):
 
 class _Fallback(Exception):
     pass
+
+
+# The pipeline's defaults for plan=hidden: max-slowdown (0) plus
+# max-recompute (0.01), over the step as it came.
+_JOINT_ALLOWANCE = 0.0 + 0.01
 
 
 def planned_recomputes(report: dict[str, Any]) -> dict[str, list[str]]:
