@@ -438,8 +438,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       hiddenStepLimit = limit;
     auto forgetLimit = llvm::make_scope_exit([&] { hiddenStepLimit.reset(); });
 
-    // The first k ranked candidates, as candidates of `target` (a copy of
-    // `step` whose saved links are numbered alike).
+    // The first k ranked candidates, as candidates of `target`, a copy of
+    // `step` whose saved links are numbered alike.
     auto prefixOf = [&](const TrainingStep &target, size_t k) {
       SmallVector<unsigned> links;
       for (unsigned c : ArrayRef(ranked).take_front(k))
@@ -519,7 +519,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     // than its inputs would have).
     if (!predict(best).fits)
       best = 0;
-    SmallVector<RecomputeCandidate, 0> chosen = prefixOf(step, best);
+    // The trials ran on copies: the candidates found on `step` still hold.
+    SmallVector<RecomputeCandidate, 0> chosen;
+    for (unsigned c : ArrayRef(ranked).take_front(best))
+      chosen.push_back(std::move(candidates[c]));
     insertRecomputes(step, chosen);
     peakAsItCame = without.peakBytes;
     auto forget = llvm::make_scope_exit([&] { peakAsItCame.reset(); });

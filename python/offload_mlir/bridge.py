@@ -189,29 +189,26 @@ class OffloadOptions:
         the first plan's recomputation: no recomputation of its own, and a
         budget fraction resolved against the step as it first came (the
         recomputed step's peak is lower)."""
+        steps = first.get("pipeline", {}).get("steps", [])
+        planned = steps[0].get("planned", {}) if steps else {}
         budget = self.budget
         if budget is not None:
-            steps = first.get("pipeline", {}).get("steps", [])
-            came = steps[0].get("planned", {}).get("unplanned_peak_bytes") if steps else None
-            fraction = None
-            if isinstance(budget, (int, float)) and not isinstance(budget, bool) \
-                    and 0 < budget <= 1:
+            came = planned.get("unplanned_peak_bytes")
+            # The pipeline's rule: a number in (0, 1] is a fraction
+            # (__post_init__ checked the budget already).
+            try:
                 fraction = float(budget)
-            elif isinstance(budget, str):
-                try:
-                    value = float(budget)
-                    fraction = value if 0 < value <= 1 else None
-                except ValueError:
-                    pass
+            except ValueError:
+                fraction = None
+            if fraction is not None and not 0 < fraction <= 1:
+                fraction = None
             if fraction is not None and came:
                 budget = int(fraction * came)
         # plan=hidden: the joint plan may spend its allowance over the step as
         # it came (max-slowdown + max-recompute, 1%) on recomputation and on
         # copies alike; what the recomputation left is the copies' now.
         allowance = None
-        steps = first.get("pipeline", {}).get("steps", [])
         if budget is None and self.plan == "hidden" and steps:
-            planned = steps[0].get("planned", {})
             came = planned.get("unplanned_step_seconds")
             recomputed = steps[0].get("predicted", {}).get("step_seconds_before")
             if came and recomputed:
