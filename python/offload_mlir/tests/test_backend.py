@@ -23,6 +23,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from offload_mlir import models  # noqa: E402
+from offload_mlir.tests.helpers import train_adamw  # noqa: E402
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYTHON_DIR = os.path.dirname(os.path.dirname(_HERE))
@@ -74,24 +75,7 @@ _MODELS = {"mlp": MLP, "conv": ConvNet, "lm": _tiny_lm}
 
 
 def _train(kind: str, backend, steps: int = 3):
-    # Inductor's CPU scatter-add (the embedding's backward) accumulates with
-    # atomics, whose order depends on thread timing; deterministic mode
-    # makes it a fixed-order fallback, so "bit-identical" is well defined.
-    torch.use_deterministic_algorithms(True)
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = _MODELS[kind]()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    step_fn = torch.compile(model, backend=backend, dynamic=False)
-    losses, grads = [], []
-    for step in range(steps):
-        loss = step_fn(*_data(kind, step))
-        loss.backward()
-        losses.append(loss.detach().clone())
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return losses, grads
+    return train_adamw(_MODELS[kind], lambda step: _data(kind, step), backend, steps)
 
 
 def _assert_bit_identical(a, b):

@@ -42,6 +42,7 @@ from torch.utils.checkpoint import (  # noqa: E402
 )
 
 from offload_mlir import models  # noqa: E402
+from offload_mlir.tests.helpers import train_adamw  # noqa: E402
 from offload_mlir.tests.test_backend import _assert_bit_identical  # noqa: E402
 
 aten = torch.ops.aten
@@ -164,24 +165,11 @@ def _data(kind: str, step: int):
 
 def _train(kind: str, backend, steps: int = 2):
     """Losses and gradients of `steps` AdamW steps of model `kind` under
-    torch.compile with `backend`, from seed 0 (so the dropout masks too)."""
-    torch.use_deterministic_algorithms(True)
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = _MODELS[kind]()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    step_fn = torch.compile(model, backend=backend, dynamic=False)
-    losses, grads = [], []
+    torch.compile with `backend`, from seed 0 (so the dropout masks too),
+    with AOTAutograd's and Inductor's caches off."""
     with torch._functorch.config.patch(enable_autograd_cache=False), \
             torch._inductor.config.patch(fx_graph_cache=False):
-        for step in range(steps):
-            loss = step_fn(*_data(kind, step))
-            loss.backward()
-            losses.append(loss.detach().clone())
-            grads.append([p.grad.detach().clone() for p in model.parameters()])
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-    return losses, grads
+        return train_adamw(_MODELS[kind], lambda step: _data(kind, step), backend, steps)
 
 
 @pytest.fixture
