@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Downloads what `python -m offload_mlir.bench` needs on the GPU machine,
+# Downloads what `python -m benchmarks.peers` needs on the GPU machine,
 # which has no package registry, into bench-deps/ (git-ignored; carry it):
 #   torchtune's wheel, for the benchmark's `torchtune` row. The bench runs
 #   torchtune's OffloadActivations from the wheel as it is (see bench.py).

@@ -24,7 +24,7 @@ fi
 
 # The PyTorch bridge: torch pinned to the GPU machine's version (its CMake
 # config builds the copy ops), numpy, pytest for the Python tests, and
-# matplotlib for the benchmark's plot (python -m offload_mlir.bench).
+# matplotlib for the benchmark's plot (python -m benchmarks.peers).
 TORCH_VERSION=2.11.0
 if [ "${SKIP_PIP:-0}" != 1 ]; then
   python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null ||

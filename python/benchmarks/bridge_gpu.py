@@ -190,7 +190,7 @@ def main(argv=None) -> int:
 
     results = []
     sys.path.insert(0, _PYTHON)
-    from offload_mlir.bench import child_args
+    from benchmarks.peers.runner import child_args
 
     clean = child_args(argv if argv is not None else sys.argv[1:], ("--configs", "--out"))
     for config in args.configs.split(","):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which kernels the copies slow down, measured on the training step itself.
 
-Builds two compiled rows of `python -m offload_mlir.bench` in one process
+Builds two compiled rows of `python -m benchmarks.peers` in one process
 (default: `compile` and an offload-mlir budget plan), warms both up, then
 profiles single steps of each, alternating A B B A ..., with torch.profiler.
 For each round it aligns B's kernels with A's by name (Inductor compiles
@@ -40,7 +40,9 @@ import statistics
 import sys
 import tempfile
 
-from offload_mlir import bench
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.peers import runner as bench  # noqa: E402
 
 CLASSES = ("gemm", "attention", "other")
 

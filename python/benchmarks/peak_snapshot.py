@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What is live at the measured peak of one training step of a benchmark row.
 
-Builds one compiled row of `python -m offload_mlir.bench` (the same model,
+Builds one compiled row of `python -m benchmarks.peers` (the same model,
 weights and tokens), warms it up, then records the CUDA caching allocator's
 history over one more step (`torch.cuda.memory._record_memory_history`) and
 replays it: the peak of the bytes the step allocated, the allocation that
@@ -27,7 +27,9 @@ import os
 import sys
 from typing import Any
 
-from offload_mlir import bench
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.peers import runner as bench  # noqa: E402
 
 MiB = 2**20
 

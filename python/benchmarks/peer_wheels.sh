@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Downloads the packages of the benchmark's peer rows (`python -m offload_mlir.bench`
+# Downloads the packages of the benchmark's peer rows (`python -m benchmarks.peers`
 # rows deepspeed-cpu-ckpt, megatron-offload, thunder-offload; see bench.py's
 # docstring) and those of their dependencies that the GPU machine's image lacks,
 # as wheels, into .whl/ at the repository root (git-ignored; carry it).

@@ -3,7 +3,7 @@
 # development machine and staged into python/offload_mlir/_lib
 # (scripts/stage-python.sh; carry that folder). Writes logs and results to
 # $OUT (or ./bridge-gpu-out). Usage: bridge-on-gpu.sh [calibrate] [ops] [smoke] [csan] [stress] [bench] [peers] [paired]
-# `peers` runs python -m offload_mlir.bench (PEERS_CONFIG, PEERS_ROWS, PEERS_ARGS;
+# `peers` runs python -m benchmarks.peers (PEERS_CONFIG, PEERS_ROWS, PEERS_ARGS;
 # carry bench-deps/ from scripts/fetch-bench-deps.sh for its torchtune row).
 # `paired` runs its --paired mode (PEERS_CONFIG, PAIRED_ROWS, default
 # compile,offload-mlir; PAIRED_ARGS, default --steps 60).
@@ -35,7 +35,7 @@ for stage in $stages; do
                # (python/offload_mlir/profiles/h100.json or h200.json) is this one.
                [ "${CALIBRATE_INSTALL:-0}" = 1 ] &&
                  cp "$OUT/$gpu-calibrated.json" "python/offload_mlir/profiles/$gpu.json" ;;
-    ops)   python3 -m pytest -q python/offload_mlir/tests/test_torch_ops.py 2>&1 | tail -5 ;;
+    ops)   python3 -m pytest -q python/tests/bridge/test_torch_ops.py 2>&1 | tail -5 ;;
     smoke) BRIDGE_DUMP_CODE=$OUT TORCHINDUCTOR_FX_GRAPH_CACHE=0 python3 $B $SMALL \
              --configs inductor,all --steps 4 --warmup 2 \
              --out "$OUT/bridge-small" 2>&1 | tee "$OUT/smoke.log" ;;
@@ -71,12 +71,12 @@ for stage in $stages; do
            cfg=${PEERS_CONFIG:-bf16x8}
            [ "${BENCH_DUMP:-0}" = 1 ] && export OFFLOAD_MLIR_DUMP_DIR="$OUT/ir-$cfg"
            out=$(fresh "peers-$cfg")
-           PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
+           PYTHONPATH=python python3 -m benchmarks.peers --config "$cfg" \
              ${PEERS_ROWS:+--rows "$PEERS_ROWS"} ${PEERS_ARGS:-} --out "$out" \
              2>&1 | tee "$out.log" ;;
     paired) cfg=${PEERS_CONFIG:-bf16x8}
             out=$(fresh "paired-$cfg")
-            PYTHONPATH=python python3 -m offload_mlir.bench --config "$cfg" \
+            PYTHONPATH=python python3 -m benchmarks.peers --config "$cfg" \
               --paired "${PAIRED_ROWS:-compile,offload-mlir}" ${PAIRED_ARGS:---steps 60} \
               --out "$out" 2>&1 | tee "$out.log" ;;
   esac

@@ -1,6 +1,6 @@
 // Property test over random training steps (issue 4, item 5).
 //
-// python/benchmarks/random_steps.py generates 40 random but valid training
+// python/tools/random_steps.py generates 40 random but valid training
 // steps from seed 1 (matmuls, elementwise and in-place ops, views, loops,
 // dynamic and small tensors; saved intermediates, views, arguments,
 // duplicates and forward outputs; backward reading them in a random order)
@@ -31,11 +31,11 @@
 //
 // A failing module is written to %t (with the command that reproduces it);
 // regenerate one with
-//   python3 python/benchmarks/random_steps.py emit --seed 1 --index N
+//   python3 python/tools/random_steps.py emit --seed 1 --index N
 // and rerun the check on it alone with `check --seed 1 --index N -v`.
 //
 // RUN: rm -rf %t
-// RUN: %python %offload_src/python/benchmarks/random_steps.py check --count 40 --seed 1 --offload-opt offload-opt --failures-dir %t 2>&1 | FileCheck %s
+// RUN: %python %offload_src/python/tools/random_steps.py check --count 40 --seed 1 --offload-opt offload-opt --failures-dir %t 2>&1 | FileCheck %s
 
 // CHECK-NOT: VIOLATION
 // CHECK: config sync: 40 modules, 40 transformed, 0 violations

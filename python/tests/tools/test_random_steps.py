@@ -1,5 +1,5 @@
 """The random training-step generator and the property checker of
-python/benchmarks/random_steps.py (the lit test is
+python/tools/random_steps.py (the lit test is
 test/Transforms/property/random-steps.mlir)."""
 
 import json
@@ -10,9 +10,8 @@ import sys
 
 import pytest
 
-from .helpers import load_benchmark
 
-random_steps = load_benchmark("random_steps")
+from tools import random_steps  # noqa: E402
 
 
 def test_deterministic():

@@ -42,8 +42,8 @@ from torch.utils.checkpoint import (  # noqa: E402
 )
 
 from offload_mlir import models  # noqa: E402
-from offload_mlir.tests.helpers import train_adamw  # noqa: E402
-from offload_mlir.tests.test_backend import _assert_bit_identical  # noqa: E402
+from tests.helpers import train_adamw  # noqa: E402
+from tests.bridge.test_backend import _assert_bit_identical  # noqa: E402
 
 aten = torch.ops.aten
 
@@ -288,7 +288,7 @@ def test_checkpoint_inputs_are_what_is_offloaded(offload_mlir, reports, monkeypa
     embedding's output (layer 0's input) is offloaded, and the layers'
     inner activations, which the same model without checkpointing saves
     (and offloads), are not saved at all."""
-    from offload_mlir.tests.test_backend import _tiny_lm
+    from tests.bridge.test_backend import _tiny_lm
 
     monkeypatch.setitem(_MODELS, "plain-lm", _tiny_lm)
     offloaded = {}

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from .helpers import import_ops_or_skip
+from tests.helpers import import_ops_or_skip
 
 torch = pytest.importorskip("torch")
 

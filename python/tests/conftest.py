@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-_PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+_PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _REPO = os.path.dirname(_PYTHON_DIR)
 if _PYTHON_DIR not in sys.path:
     sys.path.insert(0, _PYTHON_DIR)

@@ -1,12 +1,12 @@
-"""`python -m offload_mlir.bench`: offload-mlir against the other ways of
+"""`python -m benchmarks.peers`: offload-mlir against the other ways of
 training a model whose activations do not fit, side by side in one run.
 
-    python -m offload_mlir.bench --config bf16x8 --out docs/benchmarks/peers-bf16x8
-    python -m offload_mlir.bench --config fp32x9 --rows compile,offload-mlir
-    python -m offload_mlir.bench --rows compile,offload-mlir --repeat 3 --no-profile
-    python -m offload_mlir.bench --plot-from docs/benchmarks/peers-bf16x8.json
-    python -m offload_mlir.bench --merge a.json b.json --out docs/benchmarks/peers-bf16x8
-    python -m offload_mlir.bench --config bf16x8 --rows frontier,peers --out frontier-bf16x8
+    python -m benchmarks.peers --config bf16x8 --out docs/benchmarks/peers-bf16x8
+    python -m benchmarks.peers --config fp32x9 --rows compile,offload-mlir
+    python -m benchmarks.peers --rows compile,offload-mlir --repeat 3 --no-profile
+    python -m benchmarks.peers --plot-from docs/benchmarks/peers-bf16x8.json
+    python -m benchmarks.peers --merge a.json b.json --out docs/benchmarks/peers-bf16x8
+    python -m benchmarks.peers --config bf16x8 --rows frontier,peers --out frontier-bf16x8
 
 The model is `offload_mlir.models.LlamaLM` with Llama-3-8B shapes (hidden
 4096, MLP 14336, 32 heads, 8 KV heads, vocab 128256), 8 x 1024 tokens: the
@@ -1918,17 +1918,18 @@ def _machine(args) -> dict:
 
 
 def _child_env() -> dict:
-    """The environment of a child process of the benchmark: this package on
-    its path, and cuBLAS's workspace fixed for deterministic algorithms."""
+    """The environment of a child process of the benchmark: python/ (this
+    benchmark and offload_mlir) on its path, and cuBLAS's workspace fixed
+    for deterministic algorithms."""
     env = dict(os.environ)
     env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env.get("PYTHONPATH", "")])
+    python_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([python_dir, env.get("PYTHONPATH", "")])
     return env
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m offload_mlir.bench",
+    p = argparse.ArgumentParser(prog="python -m benchmarks.peers",
                                 description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="bf16x8", choices=sorted(CONFIGS))
@@ -2028,7 +2029,7 @@ def main(argv: list[str] | None = None) -> int:
                 with tempfile.TemporaryDirectory() as tmp:
                     out = os.path.join(tmp, "paired")
                     proc = subprocess.run(
-                        [sys.executable, "-m", "offload_mlir.bench", *clean, "--out", out],
+                        [sys.executable, "-m", "benchmarks.peers", *clean, "--out", out],
                         capture_output=True, text=True, env=_child_env())
                     if proc.returncode != 0:
                         print(proc.stdout[-2000:] + proc.stderr[-4000:], file=sys.stderr)
@@ -2066,7 +2067,7 @@ def main(argv: list[str] | None = None) -> int:
                 doc["results"].append({"row": row.name, "error": True, "status": "skipped",
                                        "reason": "needs a CUDA device"})
             continue
-        cmd = [sys.executable, "-m", "offload_mlir.bench", *clean, "--row", row.name]
+        cmd = [sys.executable, "-m", "benchmarks.peers", *clean, "--row", row.name]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                   timeout=args.row_timeout_s)
@@ -2099,7 +2100,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(doc))
     if args.out and not plot(doc, args.out + ".png"):
         print(f"(no plot: matplotlib is not installed; run "
-              f"python -m offload_mlir.bench --plot-from {args.out}.json where it is)")
+              f"python -m benchmarks.peers --plot-from {args.out}.json where it is)")
     return 0 if all(r.get("status") != "failed" for r in doc["results"]) else 1
 
 

@@ -3,9 +3,8 @@ profiling itself needs CUDA and runs on the H100)."""
 
 import pytest
 
-from .helpers import load_benchmark
 
-ki = load_benchmark("kernel_interference")
+from benchmarks import kernel_interference as ki  # noqa: E402
 
 
 def test_kernel_classes_and_names():

@@ -1,9 +1,8 @@
 """The spans python/benchmarks/sustained_gemm.py summarises (its load needs
 CUDA and runs on the GPU machine)."""
 
-from .helpers import load_benchmark
 
-sg = load_benchmark("sustained_gemm")
+from benchmarks import sustained_gemm as sg  # noqa: E402
 
 
 def test_spans_end_at_the_load_and_none_is_empty():

@@ -1,9 +1,8 @@
 """The replay of python/benchmarks/peak_snapshot.py (the recording itself
 needs CUDA and runs on the GPU machine)."""
 
-from .helpers import load_benchmark
 
-ps = load_benchmark("peak_snapshot")
+from benchmarks import peak_snapshot as ps  # noqa: E402
 
 
 def _alloc(addr, size, line=1):

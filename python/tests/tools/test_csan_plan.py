@@ -9,20 +9,15 @@ offloading bit for bit.
 """
 
 import json
-import os
-import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-_BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
-
 
 @pytest.fixture(scope="module")
 def csan_plan(offload_mlir):
-    sys.path.insert(0, os.path.abspath(_BENCH))
-    import csan_plan
+    from benchmarks import csan_plan
 
     return csan_plan
 

@@ -1,9 +1,9 @@
-"""The seeded fuzz driver (python/offload_mlir/fuzz_steps.py, issue 8 item 7):
+"""The seeded fuzz driver (python/tools/fuzz_steps.py, issue 8 item 7):
 its checker catches each kind of failure, its inputs are reproducible, and a
 short bounded run over mutated steps finds no crash, hang, undiagnosed
 failure or output that does not re-verify. Longer runs are by hand:
 
-    python3 python/offload_mlir/fuzz_steps.py --seed N --minutes M \\
+    python3 python/tools/fuzz_steps.py --seed N --minutes M \\
         --offload-opt build/bin/offload-opt --failures-dir fuzz-failures
 """
 
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from offload_mlir import fuzz_steps
+from tools import fuzz_steps
 
 
 def _fake_tool(tmp_path, body):

@@ -21,7 +21,7 @@ import threading
 
 import pytest
 
-from .helpers import import_ops_or_skip
+from tests.helpers import import_ops_or_skip
 
 torch = pytest.importorskip("torch")
 

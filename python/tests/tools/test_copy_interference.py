@@ -3,9 +3,8 @@ CUDA and run on the GPU machine; their arithmetic is test_calibrate's)."""
 
 from offload_mlir import calibrate
 
-from .helpers import load_benchmark
 
-ci = load_benchmark("copy_interference")
+from benchmarks import copy_interference as ci  # noqa: E402
 
 
 def test_table_row_gives_each_direction_and_flags_host_paced_loads():

@@ -2,9 +2,8 @@ import os
 import re
 import subprocess
 
-from .helpers import load_benchmark
 
-scaling = load_benchmark("scaling")
+from benchmarks import scaling  # noqa: E402
 
 
 def test_counts():

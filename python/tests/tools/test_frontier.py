@@ -1,10 +1,9 @@
 import json
 import os
 
-from .helpers import load_benchmark
+from benchmarks import frontier
 
 _HERE = os.path.dirname(__file__)
-frontier = load_benchmark("frontier")
 _BLOCK = os.path.join(_HERE, "..", "..", "..", "test", "Examples", "llama_block.mlir")
 
 

@@ -23,7 +23,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from offload_mlir import models  # noqa: E402
-from offload_mlir.tests.helpers import train_adamw  # noqa: E402
+from tests.helpers import train_adamw  # noqa: E402
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYTHON_DIR = os.path.dirname(os.path.dirname(_HERE))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A seeded fuzz driver for offload-opt (issue 8, item 7).
 
-Takes valid training steps from python/benchmarks/random_steps.py, mutates
+Takes valid training steps from python/tools/random_steps.py, mutates
 them the way a hostile user would (ops of unknown effects, in-place writes,
 graph regions, functions that end without a terminator, sub-byte element
 types, reordered or deleted ops, broken contract attributes, ...), and adds
@@ -18,9 +18,9 @@ under several pipelines; the properties checked are:
 Everything follows from `--seed`: input `i` of seed `s` and its mutations are
 the same on every run. Pure Python 3 standard library.
 
-    python3 python/offload_mlir/fuzz_steps.py --seed 1 --count 200 \\
+    python3 python/tools/fuzz_steps.py --seed 1 --count 200 \\
         --offload-opt build/bin/offload-opt --failures-dir fuzz-failures
-    python3 python/offload_mlir/fuzz_steps.py --seed 1 --minutes 30 ...
+    python3 python/tools/fuzz_steps.py --seed 1 --minutes 30 ...
 
 A failing input is written to `--failures-dir` with the command that
 reproduces it.
@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
-import importlib.util
 import os
 import random
 import re
@@ -41,18 +40,9 @@ import sys
 import tempfile
 import time
 
-_RANDOM_STEPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
-                             "random_steps.py")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def _load_random_steps():
-    spec = importlib.util.spec_from_file_location("random_steps", _RANDOM_STEPS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-random_steps = _load_random_steps()
+from tools import random_steps  # noqa: E402
 
 CRASH_MARKERS = ("PLEASE submit a bug report", "Stack dump", "Assertion", "LLVM ERROR",
                  "UNREACHABLE", "Segmentation fault")

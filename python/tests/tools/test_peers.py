@@ -1,4 +1,4 @@
-"""`python -m offload_mlir.bench` on the CPU, with the toy configuration:
+"""`python -m benchmarks.peers` on the CPU, with the toy configuration:
 each row runs in its own process, the rows that can run without a GPU
 really train, gradients are checked against the right baseline, and the
 outputs (JSON, table, plot, merge) are written. The figures themselves come
@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from offload_mlir import bench  # noqa: E402
+from benchmarks.peers import runner as bench  # noqa: E402
 
 _PYTHON = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -116,7 +116,7 @@ def test_cpu_rows_train_and_compare(tmp_path):
     rows = ("eager,checkpoint,layer-group:min_bytes=0,compile,"
             "offload-mlir:plan=all:min_bytes=0,torchtune")
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
         cwd=_PYTHON, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -141,7 +141,7 @@ def test_cpu_rows_train_and_compare(tmp_path):
     # Merging two runs keeps both and compares each row with its own run's
     # baseline.
     merged = tmp_path / "merged"
-    subprocess.run([sys.executable, "-m", "offload_mlir.bench", "--merge",
+    subprocess.run([sys.executable, "-m", "benchmarks.peers", "--merge",
                     str(out.with_suffix(".json")), str(out.with_suffix(".json")),
                     "--out", str(merged)], cwd=_PYTHON, check=True, capture_output=True)
     mdoc = json.loads(merged.with_suffix(".json").read_text())
@@ -162,7 +162,7 @@ def test_optimizer_runs_measure_forward_and_backward_beside_the_prediction(tmp_p
     like."""
     out = tmp_path / "adamw"
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--optimizer", "adamw", "--rows", "compile,offload-mlir:plan=all:min_bytes=0",
          "--steps", "2", "--warmup", "1", "--out", str(out)],
         cwd=_PYTHON, capture_output=True, text=True, timeout=900)
@@ -351,7 +351,7 @@ def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
 def test_paired_rows_interleave_in_one_process(tmp_path):
     out = tmp_path / "paired"
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--paired", "compile,offload-mlir:plan=all:min_bytes=0", "--steps", "4",
          "--warmup", "1", "--out", str(out)],
         cwd=_PYTHON, capture_output=True, text=True, timeout=900)
@@ -365,13 +365,13 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
     assert "| 4 pairs |" in out.with_suffix(".md").read_text()
     # Eager rows cannot be paired.
     bad = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--paired", "eager,compile"], cwd=_PYTHON, capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr
     # A compile row's recompute budget is process-wide: the other row must
     # name the same one, not inherit it silently.
     bad = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--paired", "compile:amb=0.5,offload-mlir"], cwd=_PYTHON, capture_output=True,
         text=True, timeout=300)
     assert bad.returncode != 0 and "a compile row's amb= applies to both rows" in bad.stderr
@@ -387,7 +387,7 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
 def test_paired_repeat_pools_processes(tmp_path):
     out = tmp_path / "pooled"
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--paired", "compile,compile", "--steps", "2", "--warmup", "1", "--repeat", "2",
          "--out", str(out)], cwd=_PYTHON, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -399,7 +399,7 @@ def test_paired_repeat_pools_processes(tmp_path):
     assert "| process 2, 2 pairs |" in text and "| all 4 pairs of 2 processes |" in text
     # Rows that cannot be paired are refused before any process starts.
     bad = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--paired", "compile,eager", "--repeat", "2"], cwd=_PYTHON, capture_output=True,
         text=True, timeout=300)
     assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr
@@ -624,7 +624,7 @@ def test_frontier_rows_train_on_cpu(tmp_path):
             "offload-mlir:checkpoint=1:plan=all:min_bytes=0,"
             "offload-mlir:checkpoint=sac:plan=all:min_bytes=0")
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
         cwd=_PYTHON, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -659,7 +659,7 @@ def test_peer_rows_run_or_say_why(tmp_path):
     each saying so. Without them, each row fails saying how to install it."""
     out = tmp_path / "peers"
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mlir.bench", "--config", "tiny", "--device", "cpu",
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
          "--rows", "peers", "--steps", "2", "--warmup", "1",
          "--out", str(out)],
         cwd=_PYTHON, capture_output=True, text=True, timeout=900)
