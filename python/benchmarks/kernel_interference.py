@@ -42,7 +42,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.peers import runner as bench  # noqa: E402
+from benchmarks.peers import runner, traces  # noqa: E402
+from benchmarks.peers.rows import CONFIGS, compiled_cuda_rows  # noqa: E402
 
 CLASSES = ("gemm", "attention", "other")
 
@@ -76,14 +77,14 @@ def _idle(kernels, copies) -> float:
     if not kernels:
         return 0.0
     step = (kernels[0][0], max(b for _, b, _ in kernels))
-    return bench._uncovered_length([step], [(a, b) for a, b, _ in kernels] + list(copies))
+    return traces._uncovered_length([step], [(a, b) for a, b, _ in kernels] + list(copies))
 
 
 def compare(base, other) -> dict:
     """Align other's kernels with base's by name; per class, base's time,
     the matched kernels' added time, and other's copy overlap. Each step is
     (kernels, copy spans, launch ends, stream-wait calls[, stream calls]) as
-    bench.read_trace, bench.stream_waits and bench.stream_calls give them;
+    traces.read_trace, traces.stream_waits and traces.stream_calls give them;
     launch ends may be None (unknown)."""
     (bk, _, bl, bw, *b_calls), (ok, o_copies, ol, ow, *o_calls) = base, other
     oc = [(a, b) for a, b, *_ in o_copies]
@@ -119,9 +120,9 @@ def compare(base, other) -> dict:
     # Device time with no kernel running, and with neither kernel nor copy;
     # and the time with no kernel by whether its next kernel was launched.
     idle = [_idle(ks, []) for ks in (bk, ok)] + [_idle(ok, oc)]
-    causes = [bench.idle_causes(*side) for side in
+    causes = [traces.idle_causes(*side) for side in
               ((bk, bl, bw, []), (ok, ol, ow, [b for _, b in oc]))]
-    by_calls = [bench.queued_by_calls(ks, ls, calls[0] if calls else [], copies)
+    by_calls = [traces.queued_by_calls(ks, ls, calls[0] if calls else [], copies)
                 for ks, ls, calls, copies in ((bk, bl, b_calls, []),
                                               (ok, ol, o_calls, o_copies))]
     totals = {c: [sum(k[1] - k[0] for k in ks if kernel_class(k[2]) == c) for ks in (bk, ok)]
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.profiler import ProfilerActivity, profile
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="bf16x8", choices=sorted(bench.CONFIGS))
+    p.add_argument("--config", default="bf16x8", choices=sorted(CONFIGS))
     p.add_argument("--rows", default="compile,offload-mlir:budget=15750000000")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=3)
@@ -203,13 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     # The rows --paired takes, with its checks (a compile row's amb= is
     # process-wide, so the other row must share it).
     try:
-        rows = bench.paired_rows(args.rows, option="--rows")
+        rows = runner.paired_rows(args.rows, option="--rows")
     except ValueError as e:
         p.error(str(e))
     if not torch.cuda.is_available():
         print("kernel_interference.py needs CUDA", file=sys.stderr)
         return 2
-    steps, tokens = bench.compiled_cuda_rows(args.config, list(rows))
+    steps, tokens = compiled_cuda_rows(args.config, list(rows))
 
     def step(which: int) -> None:
         model, compiled = steps[which]
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                     step(which)
                 path = os.path.join(tmp, f"{which}-{r}.json")
                 prof.export_chrome_trace(path)
-                t = bench.read_trace(path)
+                t = traces.read_trace(path)
                 if args.keep_traces and r == args.rounds - 1:
                     os.makedirs(args.keep_traces, exist_ok=True)
                     with open(path, "rb") as src, gzip.open(os.path.join(
@@ -245,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                             "wb") as dst:
                         shutil.copyfileobj(src, dst)
                 traces[which].append((t.kernels, t.copies,
-                                      t.launched, bench.stream_waits(t.host),
-                                      bench.stream_calls(t.host)))
+                                      t.launched, traces.stream_waits(t.host),
+                                      traces.stream_calls(t.host)))
     versus = [compare(a, b) for a, b in zip(traces[0], traces[1])]
     noise = [compare(traces[0][i], traces[0][i + 1]) for i in range(len(traces[0]) - 1)]
     doc = {"rows": [r.name for r in rows], "config": args.config, "rounds": args.rounds,

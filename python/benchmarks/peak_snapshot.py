@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.peers import runner as bench  # noqa: E402
+from benchmarks.peers import rows  # noqa: E402
 
 MiB = 2**20
 
@@ -82,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="bf16x8", choices=sorted(bench.CONFIGS))
+    p.add_argument("--config", default="bf16x8", choices=sorted(rows.CONFIGS))
     p.add_argument("--row", default="offload-mlir:budget=15800000000")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--out", default=None, help="JSON path for every figure")
     args = p.parse_args(argv)
     try:
-        row = bench.parse_row(args.row)
+        row = rows.parse_row(args.row)
     except ValueError as e:
         p.error(str(e))
     if not row.compiled or row.family not in ("compile", "offload-mlir"):
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("peak_snapshot.py needs CUDA", file=sys.stderr)
         return 2
-    [(model, compiled)], tokens = bench.compiled_cuda_rows(args.config, [row])
+    [(model, compiled)], tokens = rows.compiled_cuda_rows(args.config, [row])
 
     def step() -> None:
         for q in model.parameters():

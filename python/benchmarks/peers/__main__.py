@@ -1,5 +1,5 @@
 import sys
 
-from benchmarks.peers.runner import main
+from benchmarks.peers.cli import main
 
 sys.exit(main())

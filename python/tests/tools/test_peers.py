@@ -13,23 +13,24 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from benchmarks.peers import runner as bench  # noqa: E402
+from benchmarks.peers import cli, runner, tables, traces  # noqa: E402
+from benchmarks.peers import rows as peer_rows  # noqa: E402
 
 _PYTHON = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_parse_rows():
-    row = bench.parse_row("offload-mlir:budget=0.75:amb=0.5")
+    row = peer_rows.parse_row("offload-mlir:budget=0.75:amb=0.5")
     assert (row.family, row.compiled, row.baseline) == ("offload-mlir", True, "compile")
     assert row.options == {"budget": "0.75", "amb": "0.5"}
     assert row.grad_baseline == "compile:amb=0.5"  # same recompute, no offload
-    assert bench.parse_row("offload-mlir").grad_baseline == "compile"
-    row = bench.parse_row("layer-group=3")
+    assert peer_rows.parse_row("offload-mlir").grad_baseline == "compile"
+    row = peer_rows.parse_row("layer-group=3")
     assert (row.family, row.options, row.baseline) == ("layer-group", {"layers": "3"}, "eager")
-    assert bench.parse_row("torchtune").needs_cuda
+    assert peer_rows.parse_row("torchtune").needs_cuda
     for bad in ("nope", "eager:plan=all", "offload-mlir:budget", "checkpoint:amb=0.5"):
         with pytest.raises(ValueError):
-            bench.parse_row(bad)
+            peer_rows.parse_row(bad)
 
 
 def test_partition_settings_of_rows():
@@ -37,47 +38,47 @@ def test_partition_settings_of_rows():
     row's partitioner; the gradients compare with compile under the same
     settings."""
     name = "partition.ban_recompute_materialized_backward"
-    row = bench.parse_row(f"offload-mlir:budget=0.75:{name}=0:amb=0.9")
+    row = peer_rows.parse_row(f"offload-mlir:budget=0.75:{name}=0:amb=0.9")
     assert row.compiler_options == {name: "0", "amb": "0.9"}
     assert row.grad_baseline == f"compile:{name}=0:amb=0.9"
-    assert bench._row_config(row, bench.PARTITION_PREFIX) == {
+    assert peer_rows._row_config(row, peer_rows.PARTITION_PREFIX) == {
         "ban_recompute_materialized_backward": False}
-    assert bench.parse_row(f"compile:{name}=true").grad_baseline == "compile"
-    assert bench.config_setting("partition.activation_memory_budget", "0.5") == 0.5
+    assert peer_rows.parse_row(f"compile:{name}=true").grad_baseline == "compile"
+    assert peer_rows.config_setting("partition.activation_memory_budget", "0.5") == 0.5
     for bad, match in ((f"eager:{name}=0", "takes no options"),
                        ("compile:partition.no_such_setting=1", "has no 'no_such_setting'"),
                        (f"compile:{name}=maybe", "not a bool"),
                        ("compile:partition.activation_memory_budget=half", "not a float")):
         with pytest.raises(ValueError, match=match):
-            bench.parse_row(bad)
+            peer_rows.parse_row(bad)
 
 
 def test_inductor_settings_of_rows():
     """`inductor.NAME=` sets torch._inductor.config.NAME for a compiled
     row's code generation, checked by name and type like the partitioner's;
     the gradients compare with compile under the same settings."""
-    row = bench.parse_row("offload-mlir:amb=0.7:inductor.allow_buffer_reuse=0")
+    row = peer_rows.parse_row("offload-mlir:amb=0.7:inductor.allow_buffer_reuse=0")
     assert row.compiler_options == {"amb": "0.7", "inductor.allow_buffer_reuse": "0"}
     assert row.grad_baseline == "compile:amb=0.7:inductor.allow_buffer_reuse=0"
-    assert bench._row_config(row, bench.INDUCTOR_PREFIX) == {"allow_buffer_reuse": False}
-    assert bench._row_config(row, bench.PARTITION_PREFIX) == {}
+    assert peer_rows._row_config(row, peer_rows.INDUCTOR_PREFIX) == {"allow_buffer_reuse": False}
+    assert peer_rows._row_config(row, peer_rows.PARTITION_PREFIX) == {}
     for bad, match in (("eager:inductor.allow_buffer_reuse=0", "takes no options"),
                        ("compile:inductor.no_such_setting=1",
                         "torch._inductor.config has no 'no_such_setting'"),
                        ("compile:inductor.allow_buffer_reuse=maybe", "not a bool")):
         with pytest.raises(ValueError, match=match):
-            bench.parse_row(bad)
+            peer_rows.parse_row(bad)
     with pytest.raises(ValueError, match="inductor.allow_buffer_reuse= applies to both rows"):
-        bench.paired_rows("compile:inductor.allow_buffer_reuse=0,offload-mlir")
+        runner.paired_rows("compile:inductor.allow_buffer_reuse=0,offload-mlir")
 
 
 def test_exposed_copy_time_is_copy_time_no_kernel_covers():
     copies = [(0, 10), (5, 20), (30, 40)]
     kernels = [(2, 4), (8, 35)]
     # Copies cover 0..20 and 30..40; kernels cover 2..4 and 8..35.
-    assert bench._union_length(copies) == 30
-    assert bench._uncovered_length(copies, kernels) == (2 + 4) + 5
-    assert bench._uncovered_length(copies, []) == 30
+    assert traces._union_length(copies) == 30
+    assert traces._uncovered_length(copies, kernels) == (2 + 4) + 5
+    assert traces._uncovered_length(copies, []) == 30
 
 
 def test_gradients_compare_with_the_grad_baseline_wherever_it_ran():
@@ -89,25 +90,25 @@ def test_gradients_compare_with_the_grad_baseline_wherever_it_ran():
     results = [row("compile", "compile", [1]),
                row("offload-mlir:amb=0.7", "compile:amb=0.7", [2]),
                row("offload-mlir", "compile", [1])]
-    bench.compare_all(results)
+    tables.compare_all(results)
     assert "vs_baseline" not in results[1]  # its baseline has not run yet
     assert results[2]["vs_baseline"]["grads_identical"]
     results.append(row("compile:amb=0.7", "compile", [2]))
-    bench.compare_all(results)
+    tables.compare_all(results)
     assert results[1]["vs_baseline"]["grads_identical"]
     assert not results[3]["vs_baseline"]["grads_identical"]  # vs compile
     args = {"config": "tiny", "layers": 1, "dtype": "fp32", "batch": 1, "seq": 8,
             "optimizer": "none", "deterministic": True, "device": "cpu"}
-    assert "identical to compile:amb=0.7" in bench.table({"results": results, "args": args})
+    assert "identical to compile:amb=0.7" in tables.table({"results": results, "args": args})
 
 
 def test_checksum_sees_order_and_bits():
     a = torch.arange(1000, dtype=torch.float32)
-    assert bench._grad_checksum(torch, a) == bench._grad_checksum(torch, a.clone())
-    assert bench._grad_checksum(torch, a) != bench._grad_checksum(torch, a.flip(0))
+    assert runner._grad_checksum(torch, a) == runner._grad_checksum(torch, a.clone())
+    assert runner._grad_checksum(torch, a) != runner._grad_checksum(torch, a.flip(0))
     b = a.clone()
     b[7] = torch.nextafter(b[7], torch.tensor(1e9))
-    assert bench._grad_checksum(torch, a)[0] != bench._grad_checksum(torch, b)[0]
+    assert runner._grad_checksum(torch, a)[0] != runner._grad_checksum(torch, b)[0]
 
 
 @pytest.mark.usefixtures("offload_mlir")
@@ -175,7 +176,7 @@ def test_optimizer_runs_measure_forward_and_backward_beside_the_prediction(tmp_p
     assert 0 < fb["step_s_median"] <= r["step_s_median"]
     assert fb["peak_allocated_bytes"] is None  # no allocator statistics on the CPU
     # AdamW keeps two moments per parameter (and a step count each).
-    cfg = bench.CONFIGS["tiny"]
+    cfg = peer_rows.CONFIGS["tiny"]
     from offload_mlir import models
     model = models.LlamaLM(models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
                                               kv_heads=cfg["kv_heads"], ffn=cfg["ffn"]),
@@ -211,7 +212,7 @@ def test_trace_figures_from_a_chrome_trace(tmp_path):
     ]
     path = tmp_path / "trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    t = bench._trace_figures(str(path))
+    t = traces._trace_figures(str(path))
     assert (t["d2h_bytes"], t["h2d_bytes"]) == (2 << 20, 1 << 20)
     assert t["copy_seconds"] == pytest.approx(22e-6)
     assert t["exposed_copy_seconds"] == pytest.approx(8e-6)
@@ -249,10 +250,10 @@ def test_read_trace_counts_memsets_as_stream_work(tmp_path):
     ]
     path = tmp_path / "trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    t = bench.read_trace(str(path))
+    t = traces.read_trace(str(path))
     assert t.kernels == [(0, 10, "mm"), (10, 15, "Memset (Device)"), (15, 25, "add")]
     assert t.launched == [None, 2.0, None]
-    assert bench._trace_figures(str(path))["kernel_busy_ms"] == pytest.approx(0.025)
+    assert traces._trace_figures(str(path))["kernel_busy_ms"] == pytest.approx(0.025)
 
 
 def test_idle_causes_split_host_late_from_queued():
@@ -261,24 +262,24 @@ def test_idle_causes_split_host_late_from_queued():
     # c was launched long before its gap (10 us queued); d's launch is not
     # in the trace; e overlaps d.
     launched = [1.0, 12.0, 13.0, None, 47.0]
-    none = bench.idle_causes(kernels, launched)
+    none = traces.idle_causes(kernels, launched)
     assert none == {"host_late_us": 2.0, "queued_us": 13.0, "unknown_us": 5.0,
                     "queued_at_stream_wait_us": 0.0, "queued_until_copy_end_us": 0.0}
     # A stream wait issued between b's launch and c's: c's gap was at it.
-    at_wait = bench.idle_causes(kernels, launched, wait_calls=[12.5])
+    at_wait = traces.idle_causes(kernels, launched, wait_calls=[12.5])
     assert at_wait == none | {"queued_at_stream_wait_us": 10.0}
     # A copy that ended at 25 (c starts 5 us later) held c; one ending at 12
     # (b starts 3 us later) held b's queued part; one ending 25 us before a
     # kernel, or before its gap began, held nothing.
-    held = bench.idle_causes(kernels, launched, copy_ends=[25.0])
+    held = traces.idle_causes(kernels, launched, copy_ends=[25.0])
     assert held["queued_until_copy_end_us"] == 10.0
-    assert bench.idle_causes(kernels, launched, copy_ends=[12.0])[
+    assert traces.idle_causes(kernels, launched, copy_ends=[12.0])[
         "queued_until_copy_end_us"] == 3.0
-    assert bench.idle_causes(kernels, launched, copy_ends=[5.0, 9.0])[
+    assert traces.idle_causes(kernels, launched, copy_ends=[5.0, 9.0])[
         "queued_until_copy_end_us"] == 0.0
-    assert bench.stream_waits([(1, 2, "cudaLaunchKernel"), (12.5, 13, "cudaStreamWaitEvent")]) \
+    assert traces.stream_waits([(1, 2, "cudaLaunchKernel"), (12.5, 13, "cudaStreamWaitEvent")]) \
         == [12.5]
-    assert all(v == 0.0 for v in bench.idle_causes([], []).values())
+    assert all(v == 0.0 for v in traces.idle_causes([], []).values())
 
 
 def test_predicted_copies_in_forward_order():
@@ -293,7 +294,7 @@ def test_predicted_copies_in_forward_order():
          "load_start": {"index": 7, "op": 'aten.mm.default "mm_9"'},
          "load_before": {"index": 8, "op": 'aten.mul.Tensor "mul_6"'}},
     ]}
-    assert bench.predicted_copies(step) == [
+    assert traces.predicted_copies(step) == [
         {"mib": 4.0, "exposed_ms": 0.0, "offload_after": 'aten.mm.default "mm"',
          "load_start": 'aten.mm.default "mm_9"', "load_before": 'aten.mul.Tensor "mul_6"'},
         {"mib": 2.0, "exposed_ms": 0.5, "offload_after": 'aten.mm.default "mm_1"',
@@ -310,13 +311,13 @@ def test_repeated_rows_give_the_ratio_per_run_and_its_spread():
     results = [row("compile", 1, 100.0), row("offload-mlir", 1, 102.0),
                row("compile", 2, 104.0), row("offload-mlir", 2, 104.0),
                row("compile", 3, 100.0), row("offload-mlir", 3, 103.0)]
-    spread = bench.ratio_spread(results)
+    spread = tables.ratio_spread(results)
     assert list(spread) == ["offload-mlir"]
     assert spread["offload-mlir"] == pytest.approx([1.02, 1.0, 1.03])
     doc = {"args": {"config": "tiny", "layers": 3, "dtype": "f32", "batch": 2, "seq": 32,
                     "optimizer": "none", "deterministic": True, "device": "cpu"},
            "repeat": 3, "results": results}
-    text = bench.table(doc)
+    text = tables.table(doc)
     assert "| offload-mlir | 3 | 1.020x | 1.000x | 1.030x |" in text
     # Each row against its own round's baseline, with the round shown.
     assert "| offload-mlir | 104.0 ms | 1.000x |" in text and text.count(" 2 |") >= 2
@@ -340,10 +341,10 @@ def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
         paths.append(tmp_path / f"run{i}.json")
         paths[-1].write_text(json.dumps(d))
     out = tmp_path / "merged"
-    bench.main(["--merge", *map(str, paths), "--out", str(out)])
+    cli.main(["--merge", *map(str, paths), "--out", str(out)])
     merged = json.loads(out.with_suffix(".json").read_text())
     assert [r["run"] for r in merged["results"]] == [1, 1, "2.1", "2.1", "2.2", "2.2"]
-    assert bench.ratio_spread(merged["results"])["offload-mlir"] == pytest.approx(
+    assert tables.ratio_spread(merged["results"])["offload-mlir"] == pytest.approx(
         [1.01, 1.02, 1.0])
 
 
@@ -378,8 +379,8 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
     # So are its partitioner settings.
     with pytest.raises(ValueError, match="partition.ban_recompute_materialized_backward= "
                                          "applies to both rows"):
-        bench.paired_rows("compile:partition.ban_recompute_materialized_backward=0,offload-mlir")
-    bench.paired_rows("compile:partition.ban_recompute_materialized_backward=0,"
+        runner.paired_rows("compile:partition.ban_recompute_materialized_backward=0,offload-mlir")
+    runner.paired_rows("compile:partition.ban_recompute_materialized_backward=0,"
                       "offload-mlir:partition.ban_recompute_materialized_backward=0")
 
 
@@ -409,26 +410,26 @@ def test_paired_repeat_pools_processes(tmp_path):
 def test_pool_paired_takes_every_pair_and_each_process_median():
     runs = [{"rows": ["a", "b"], "ratio_all": [1.0, 1.02, 1.04], "ratio_median": 1.02},
             {"rows": ["a", "b"], "ratio_all": [0.99, 1.0, 1.01], "ratio_median": 1.0}]
-    pooled = bench.pool_paired(runs)
+    pooled = runner.pool_paired(runs)
     assert pooled["steps"] == 6 and pooled["processes"] == 2
     assert pooled["ratio_median"] == pytest.approx(1.005)
     assert pooled["process_ratio_medians"] == [1.02, 1.0]
     assert pooled["median_of_process_medians"] == pytest.approx(1.01)
     assert pooled["pairs_b_not_slower"] == 3
     with pytest.raises(ValueError, match="two rows"):
-        bench.paired_rows("compile,offload-mlir,compile")
+        runner.paired_rows("compile,offload-mlir,compile")
 
 
 def test_paired_table_shows_device_time_per_stretch():
     r = {"rows": ["compile", "offload-mlir"], "steps": 2, "step_s_median": [0.1, 0.11],
          "ratio_median": 1.1, "ratio_q1": 1.05, "ratio_q3": 1.15, "ratio_of_medians": 1.1,
          "pairs_b_not_slower": 0, "device": None}
-    assert "CUDA events" not in bench.paired_table({"paired": r})  # CPU: not measured
+    assert "CUDA events" not in tables.paired_table({"paired": r})  # CPU: not measured
     r["device"] = {name: {"median_s": [a, b], "ratio_median": b / a,
                           "host_median_s": [a / 4, b / 2]}
                    for name, a, b in (("forward", 0.04, 0.041), ("backward", 0.06, 0.069),
                                       ("step", 0.1, 0.11))}
-    text = bench.paired_table({"paired": r})
+    text = tables.paired_table({"paired": r})
     assert "| forward | 40.0 ms | 41.0 ms | 1.0250x | 10.0 / 20.5 ms |" in text
     assert "| backward | 60.0 ms | 69.0 ms | 1.1500x | 15.0 / 34.5 ms |" in text
 
@@ -437,18 +438,18 @@ def test_paired_table_shows_device_time_per_stretch():
 def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     """Not torch's process-wide setting: so a paired compile row without a
     budget runs without one."""
-    backend = bench._offload_mlir_backend(bench.parse_row("offload-mlir:amb=0.7:plan=all"))
+    backend = peer_rows._offload_mlir_backend(peer_rows.parse_row("offload-mlir:amb=0.7:plan=all"))
     assert backend.options.recompute_budget == 0.7 and backend.options.plan == "all"
-    assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
+    assert peer_rows._offload_mlir_backend(peer_rows.parse_row("offload-mlir")).options \
         .recompute_budget is None
-    backend = bench._offload_mlir_backend(bench.parse_row(
+    backend = peer_rows._offload_mlir_backend(peer_rows.parse_row(
         "offload-mlir:partition.ban_recompute_materialized_backward=0"))
     assert backend.options.partitioner_config == (("ban_recompute_materialized_backward", False),)
-    assert bench._offload_mlir_backend(bench.parse_row(
+    assert peer_rows._offload_mlir_backend(peer_rows.parse_row(
         "offload-mlir:reuse_freed_buffers=1")).options.reuse_freed_buffers is True
-    assert bench._offload_mlir_backend(bench.parse_row("offload-mlir")).options \
+    assert peer_rows._offload_mlir_backend(peer_rows.parse_row("offload-mlir")).options \
         .reuse_freed_buffers is False
-    backend = bench._offload_mlir_backend(bench.parse_row(
+    backend = peer_rows._offload_mlir_backend(peer_rows.parse_row(
         "offload-mlir:inductor.allow_buffer_reuse=0"))
     assert backend.options.inductor_config == (("allow_buffer_reuse", False),)
 
@@ -460,13 +461,13 @@ def test_offload_mlir_rows_plan_with_the_profile_they_name(tmp_path):
     the row is parsed, not after the baseline has compiled."""
     profile = tmp_path / "other.json"
     profile.write_text("{}")
-    row = bench.parse_row(f"offload-mlir:profile={profile}:budget=0.9")
+    row = peer_rows.parse_row(f"offload-mlir:profile={profile}:budget=0.9")
     assert row.grad_baseline == "compile"  # the profile changes the plan, not the partition
-    backend = bench._offload_mlir_backend(row)
+    backend = peer_rows._offload_mlir_backend(row)
     assert backend.options.device_profile == str(profile)
     assert backend.options.resolved_device_profile() == str(profile)
     with pytest.raises(ValueError, match="no device profile at"):
-        bench.parse_row(f"offload-mlir:profile={tmp_path / 'missing.json'}")
+        peer_rows.parse_row(f"offload-mlir:profile={tmp_path / 'missing.json'}")
 
 
 def test_queued_by_calls_names_the_stream_work_before_each_gap():
@@ -479,23 +480,23 @@ def test_queued_by_calls_names_the_stream_work_before_each_gap():
             (12, 12.2, "cudaLaunchKernel"),
             # before c's launch: one wait; d's launch follows c's with nothing between
             (12.5, 12.8, "cudaStreamWaitEvent")]
-    calls = bench.stream_calls(host)
+    calls = traces.stream_calls(host)
     assert [n for _, n in calls] == ["cudaEventRecord", "cudaStreamWaitEvent",
                                      "cudaMemcpyAsync", "cudaEventRecord",
                                      "cudaStreamWaitEvent"]
     # c's gap ended 2 us after a D2H copy ended at 28: a stall on it. A copy
     # that ended before b's gap began held nothing.
     copies = [(20.0, 28.0, "D2H", 1 << 20), (1.0, 9.0, "H2D", 1 << 20)]
-    r = bench.queued_by_calls(kernels, launched, calls, copies)
+    r = traces.queued_by_calls(kernels, launched, calls, copies)
     assert r == {"cudaEventRecord x2 + cudaMemcpyAsync + cudaStreamWaitEvent": [3.0, 1],
                  "cudaStreamWaitEvent, until a D2H copy ended": [10.0, 1], "none": [5.0, 1]}
     # Spans without a direction: "a copy".
-    assert "cudaStreamWaitEvent, until a copy ended" in bench.queued_by_calls(
+    assert "cudaStreamWaitEvent, until a copy ended" in traces.queued_by_calls(
         kernels, launched, calls, [(20.0, 28.0)])
     # The keys split the queued time idle_causes counts, not the host's part.
-    total = bench.idle_causes(kernels, launched)["queued_us"]
+    total = traces.idle_causes(kernels, launched)["queued_us"]
     assert sum(v[0] for v in r.values()) == total
-    assert bench.queued_by_calls([], [], calls) == {}
+    assert traces.queued_by_calls([], [], calls) == {}
 
 
 # ---------------------------------------------------------------------------
@@ -505,15 +506,15 @@ def test_queued_by_calls_names_the_stream_work_before_each_gap():
 
 
 def test_frontier_rows_parse_and_name_their_gradient_baselines():
-    frontier = bench.expand_rows("frontier")
+    frontier = peer_rows.expand_rows("frontier")
     assert frontier == ["compile", "compile:amb=0.8", "compile:amb=0.6", "compile:amb=0.4",
                         "compile:amb=0.2", "checkpoint-compile", "sac-compile", "offload-mlir",
                         "offload-mlir:budget=0.9", "offload-mlir:budget=0.75",
                         "offload-mlir:budget=0.6", "offload-mlir:checkpoint=1"]
     # Named sets expand where they stand, beside plain rows.
-    assert bench.expand_rows("eager, frontier,peers") == (
-        ["eager"] + frontier + bench.expand_rows(bench.ROW_SETS["peers"]))
-    rows = {s: bench.parse_row(s) for s in frontier + bench.expand_rows("peers")}
+    assert peer_rows.expand_rows("eager, frontier,peers") == (
+        ["eager"] + frontier + peer_rows.expand_rows(peer_rows.ROW_SETS["peers"]))
+    rows = {s: peer_rows.parse_row(s) for s in frontier + peer_rows.expand_rows("peers")}
     assert all(r.compiled for s, r in rows.items() if s in frontier)
     for amb in ("0.8", "0.6", "0.4", "0.2"):
         row = rows[f"compile:amb={amb}"]
@@ -526,28 +527,28 @@ def test_frontier_rows_parse_and_name_their_gradient_baselines():
     row = rows["offload-mlir:checkpoint=1"]
     assert (row.checkpointing, row.grad_baseline, row.baseline) == (
         "layer", "checkpoint-compile", "compile")
-    row = bench.parse_row("offload-mlir:checkpoint=sac:budget=0.75:amb=0.5")
+    row = peer_rows.parse_row("offload-mlir:checkpoint=sac:budget=0.75:amb=0.5")
     assert (row.checkpointing, row.grad_baseline) == ("sac", "sac-compile:amb=0.5")
-    assert bench.parse_row("offload-mlir:checkpoint=0").grad_baseline == "compile"
+    assert peer_rows.parse_row("offload-mlir:checkpoint=0").grad_baseline == "compile"
     # Inductor's settings on a checkpointed model are its process-wide ones.
-    row = bench.parse_row("checkpoint-compile:amb=0.5:inductor.allow_buffer_reuse=0")
+    row = peer_rows.parse_row("checkpoint-compile:amb=0.5:inductor.allow_buffer_reuse=0")
     assert row.compiler_options == {"amb": "0.5", "inductor.allow_buffer_reuse": "0"}
     with pytest.raises(ValueError, match="applies to both rows"):
-        bench.paired_rows("sac-compile:amb=0.5,offload-mlir:checkpoint=sac")
-    bench.paired_rows("checkpoint-compile,offload-mlir:checkpoint=1")
+        runner.paired_rows("sac-compile:amb=0.5,offload-mlir:checkpoint=sac")
+    runner.paired_rows("checkpoint-compile,offload-mlir:checkpoint=1")
     # The peers: eager rows but Thunder's (a compiler); DeepSpeed partitions on request.
     assert [rows[s].compiled for s in ("deepspeed-cpu-ckpt", "megatron-offload",
                                        "thunder-offload")] == [False, False, True]
-    assert bench.parse_row("deepspeed-cpu-ckpt:partition=1").options == {"partition": "1"}
+    assert peer_rows.parse_row("deepspeed-cpu-ckpt:partition=1").options == {"partition": "1"}
     for bad, match in (("offload-mlir:checkpoint=2", "checkpoint= takes"),
                        ("deepspeed-cpu-ckpt:partition=yes", "partition= takes"),
                        ("compile:checkpoint=1", "compile takes amb="),
                        ("megatron-offload:layers=2", "takes no options"),
                        ("sac-compile:plan=all", "sac-compile takes amb=")):
         with pytest.raises(ValueError, match=match):
-            bench.parse_row(bad)
+            peer_rows.parse_row(bad)
     with pytest.raises(ValueError, match="unknown row 'frontierx'"):
-        bench.parse_row(bench.expand_rows("frontierx")[0])
+        peer_rows.parse_row(peer_rows.expand_rows("frontierx")[0])
 
 
 def test_selective_checkpointing_saves_matmuls_and_recomputes_the_rest(monkeypatch):
@@ -559,7 +560,7 @@ def test_selective_checkpointing_saves_matmuls_and_recomputes_the_rest(monkeypat
     from offload_mlir import models
 
     aten = torch.ops.aten
-    policy = bench.sac_policy()
+    policy = peer_rows.sac_policy()
     for op in (aten.mm.default, aten.addmm.default, aten.bmm.default,
                aten._scaled_dot_product_flash_attention_for_cpu.default,
                aten._scaled_dot_product_efficient_attention.default):
@@ -569,7 +570,7 @@ def test_selective_checkpointing_saves_matmuls_and_recomputes_the_rest(monkeypat
 
     # What backward asks the policy again: the ops of each layer's replay.
     recomputed = []
-    real_policy = bench.sac_policy
+    real_policy = peer_rows.sac_policy
 
     def recording_policy():
         decide = real_policy()
@@ -580,15 +581,15 @@ def test_selective_checkpointing_saves_matmuls_and_recomputes_the_rest(monkeypat
             return decide(ctx, op, *args, **kwargs)
         return policy
 
-    monkeypatch.setattr(bench, "sac_policy", recording_policy)
-    cfg = bench.CONFIGS["tiny"]
+    monkeypatch.setattr(peer_rows, "sac_policy", recording_policy)
+    cfg = peer_rows.CONFIGS["tiny"]
 
     def grads(how):
         torch.manual_seed(0)
         model = models.LlamaLM(models.LlamaConfig(hidden=cfg["hidden"], heads=cfg["heads"],
                                                   kv_heads=cfg["kv_heads"], ffn=cfg["ffn"]),
                                cfg["layers"], cfg["seq"], cfg["vocab"])
-        bench.checkpoint_layers(model, how)
+        peer_rows.checkpoint_layers(model, how)
         tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
                                generator=torch.Generator().manual_seed(1))
         model(tokens[:, :-1], tokens[:, 1:]).backward()
@@ -692,12 +693,12 @@ def _frontier_doc(config: str) -> dict:
     """A benchmark result of the frontier and the peers, as a GPU run writes
     it: figures made up, in the shape of the real ones (one fallback, four
     rows that could not run)."""
-    args = {"config": config, "layers": bench.CONFIGS[config]["layers"],
-            "dtype": bench.CONFIGS[config]["dtype"], "batch": 8, "seq": 1024,
+    args = {"config": config, "layers": peer_rows.CONFIGS[config]["layers"],
+            "dtype": peer_rows.CONFIGS[config]["dtype"], "batch": 8, "seq": 1024,
             "optimizer": "none", "deterministic": True, "device": "cuda"}
     results = []
-    for i, spec in enumerate(bench.expand_rows("frontier,peers")):
-        row = bench.parse_row(spec)
+    for i, spec in enumerate(peer_rows.expand_rows("frontier,peers")):
+        row = peer_rows.parse_row(spec)
         if spec in ("megatron-offload", "thunder-offload"):
             why = f"RuntimeError: {spec}: cannot run here, for a reason told at length"
             results.append({"row": spec, "error": True, "status": "failed", "reason": why,
@@ -707,7 +708,7 @@ def _frontier_doc(config: str) -> dict:
             "row": spec, "family": row.family, "compiled": row.compiled,
             "baseline": row.baseline, "grad_baseline": row.grad_baseline,
             "step_s_median": (0.184 if row.compiled else 0.25) * (1 + 0.04 * (i % 7)),
-            "peak_allocated_bytes": int((17.6 - 0.6 * (i % 9)) * bench.GiB),
+            "peak_allocated_bytes": int((17.6 - 0.6 * (i % 9)) * peer_rows.GiB),
             "losses": [1.0], "grad_checksums": {"w": [i % 2, 0.0]},
             "fallback": ("error: graphsafe_run_with_rng_state is a higher-order op"
                          if spec == "offload-mlir:checkpoint=1" else None)})
@@ -718,13 +719,13 @@ def _frontier_doc(config: str) -> dict:
 def test_plot_shows_every_row_of_the_frontier(tmp_path, config):
     pytest.importorskip("matplotlib")
     doc = _frontier_doc(config)
-    numbered, failed = bench.plot_rows(doc)
+    numbered, failed = tables.plot_rows(doc)
     names = [r["row"] for r in doc["results"]]
     # Every row: a numbered point, or a line of the key saying why it has none.
     assert [r["row"] for _, r in numbered] + [n for n, _ in failed] == [
         n for n in names if n not in ("megatron-offload", "thunder-offload")] + [
         "megatron-offload", "thunder-offload"]
-    fig = bench.plot_figure(doc)
+    fig = tables.plot_figure(doc)
     ax_all, ax_near, ax_key = fig.axes[:3]
     assert len(ax_all.collections) == len(numbered)  # one scatter point per measured row
     key = "\n".join(t.get_text() for t in ax_key.texts)
@@ -734,13 +735,13 @@ def test_plot_shows_every_row_of_the_frontier(tmp_path, config):
     assert ("\n  megatron-offload: failed\n      cannot run here, for a reason told at length"
             in key)
     legend = [t.get_text() for t in ax_key.get_legend().get_texts()]
-    assert legend == [k for k, _ in bench.PLOT_KINDS]
-    dtype = bench.CONFIGS[config]["dtype"]
+    assert legend == [k for k, _ in tables.PLOT_KINDS]
+    dtype = peer_rows.CONFIGS[config]["dtype"]
     assert fig._suptitle.get_text().startswith(f"{config} (")
     assert dtype in fig._suptitle.get_text()
     # The same through --plot-from, as a GPU run's JSON is drawn here.
     path = tmp_path / f"{config}.json"
     path.write_text(json.dumps(doc))
-    assert bench.main(["--plot-from", str(path)]) == 0
+    assert cli.main(["--plot-from", str(path)]) == 0
     assert path.with_suffix(".png").stat().st_size > 10_000
     assert "| megatron-offload | failed:" in path.with_suffix(".md").read_text()
