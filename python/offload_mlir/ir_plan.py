@@ -48,8 +48,8 @@ class IrFunction:
     ops: list[IrOp]
 
 
-_FUNC = re.compile(r"^\s*func\.func @([\w$.-]+)\((.*)\)\s*(->|attributes|\{)")
-_ARG = re.compile(r"(%[\w$.-]+): ((?:tensor<[^>]*>)|[^,{)]+)(?:\s*\{([^}]*)\})?")
+_FUNC = re.compile(r"^\s*func\.func @([\w$.-]+)\(")
+_ARG = re.compile(r"(%[\w$.-]+)\s*:\s*(.*)$", re.S)
 _TRACE_NAME = re.compile(r'trace\.name = "((?:[^"\\]|\\.)*)"')
 _RESULTS = re.compile(r"^(%[\w$.-]+)(?::(\d+))?(?:, %[\w$.-]+)* = ")
 _SSA = re.compile(r"%[\w$.-]+(?:#\d+)?")
@@ -74,12 +74,61 @@ def _results(line: str) -> tuple[list[str], str]:
     return [r.strip() for r in head.split(",")], rest
 
 
+_OPEN, _CLOSE = "<([{", ">)]}"
+
+
+def _top_level(text: str):
+    """(index, char) of each character of `text` outside brackets (`<>`,
+    `()`, `[]`, `{}`) and string literals, and of each bracket that closes
+    back to that level; the `>` of `->` closes nothing."""
+    depth, quoted, escaped = 0, False, False
+    for i, c in enumerate(text):
+        if quoted:
+            quoted = escaped or c != '"'
+            escaped = not escaped and c == "\\"
+        elif c == '"':
+            quoted = True
+        elif c in _OPEN:
+            depth += 1
+        elif c in _CLOSE and not (c == ">" and text[i - 1:i] == "-"):
+            depth -= 1
+            if depth == 0:
+                yield i, c
+        elif depth == 0:
+            yield i, c
+
+
+def split_top_level(text: str, sep: str | None = ",") -> list[str]:
+    """`text` split at each `sep` (None: each whitespace) outside brackets
+    and string literals, empty pieces dropped: a type such as
+    `tensor<4x8xcomplex<f32>>` or an attribute dictionary stays whole."""
+    pieces, start = [], 0
+    for i, c in _top_level(text):
+        if c == sep or (sep is None and c.isspace()):
+            pieces.append(text[start:i].strip())
+            start = i + 1
+    pieces.append(text[start:].strip())
+    return [p for p in pieces if p]
+
+
+def _argument_list(line: str, open_at: int) -> str:
+    """The text between the `(` at `open_at` and its matching `)`."""
+    for i, c in _top_level(line[open_at:]):
+        if c == ")":
+            return line[open_at + 1:open_at + i]
+    raise PlanReadError(f"unbalanced argument list: {line[:120]}")
+
+
 def _function_args(text: str) -> tuple[dict[str, str], set[str]]:
     names: dict[str, str] = {}
     host: set[str] = set()
-    for m in _ARG.finditer(text):
-        ssa, ty, attrs = m.group(1), m.group(2), m.group(3) or ""
-        tn = _TRACE_NAME.search(attrs)
+    for piece in split_top_level(text):
+        m = _ARG.match(piece)
+        if not m:
+            raise PlanReadError(f"cannot read the function argument {piece[:120]!r}")
+        # `%arg3: TYPE {attrs} loc(...)`: a type has no space outside brackets.
+        ssa, (ty, *attrs) = m.group(1), split_top_level(m.group(2), None)
+        tn = _TRACE_NAME.search(" ".join(attrs))
         if not tn:
             raise PlanReadError(f"argument {ssa} has no trace.name")
         names[ssa] = tn.group(1)
@@ -101,7 +150,7 @@ def read_step(ir: str) -> dict[str, IrFunction]:
             continue
         fm = _FUNC.match(line)
         if fm:
-            names, host = _function_args(fm.group(2))
+            names, host = _function_args(_argument_list(line, fm.end() - 1))
             current = IrFunction(fm.group(1), names, host, [])
             continue
         if current is None:

@@ -6,6 +6,11 @@ attention with rotary embeddings and causal
 residual connections. `LlamaStack` chains `n_layers` of them and owns the
 rotary tables (non-persistent buffers), so one module traces a whole step.
 
+`TitanLM` is the same model with torchtitan's (and Meta's reference
+Llama's) rotary embedding: a complex `freqs_cis` table, applied with
+`view_as_complex` / `view_as_real`, sliced to each batch's length, so one
+model takes any length up to its table's.
+
 Presets: `llama-block` is Llama-3-8B's layer shape (hidden 4096, 32 query
 heads, 8 key/value heads, head dim 128, MLP 14336); `tiny-block` is a
 64-wide toy of the same structure for fast tests.
@@ -27,6 +32,9 @@ __all__ = [
     "LlamaBlock",
     "LlamaStack",
     "LlamaLM",
+    "TitanLM",
+    "precompute_freqs_cis",
+    "apply_rotary_emb",
     "preset",
     "preset_shape",
 ]
@@ -232,3 +240,72 @@ class LlamaLM(nn.Module):
         # Split in two so that a caller can wrap only the model, not the loss,
         # in a saved-tensor hook (as torchtune's recipes do).
         return self.loss(self.logits(tokens), targets)
+
+
+def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0) -> torch.Tensor:
+    """torchtitan's rotary table: complex64 [end, dim // 2], e^(i t f)."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    t = torch.arange(end, device=freqs.device)
+    freqs = torch.outer(t, freqs).float()
+    return torch.polar(torch.ones_like(freqs), freqs)
+
+
+def apply_rotary_emb(xq: torch.Tensor, xk: torch.Tensor,
+                     freqs_cis: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torchtitan's rotary embedding of [batch, seq, heads, head_dim] queries
+    and keys: pairs of features as complex numbers, times `freqs_cis[:seq]`."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    seq = xq_.shape[1]
+    freqs = freqs_cis[0:seq].view(1, seq, 1, xq_.shape[-1])
+    xq_out = torch.view_as_real(xq_ * freqs).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+class _TitanAttention(Attention):
+    def forward(self, x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.heads, self.head_dim)
+        k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim)
+        q, k = apply_rotary_emb(q, k, freqs_cis)
+        n_rep = self.heads // self.kv_heads
+        q, k, v = q.transpose(1, 2), repeat_kv(k.transpose(1, 2), n_rep), \
+            repeat_kv(v.transpose(1, 2), n_rep)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o_proj(o.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+
+
+class _TitanBlock(LlamaBlock):
+    def __init__(self, cfg: LlamaConfig, device=None, dtype=None):
+        super().__init__(cfg, device=device, dtype=dtype)
+        self.attn = _TitanAttention(cfg, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+        h = x + self.attn(self.input_norm(x), freqs_cis)
+        return h + self.mlp(self.post_attn_norm(h))
+
+
+class TitanLM(nn.Module):
+    """`LlamaLM` with torchtitan's complex rotary embedding (`freqs_cis`, a
+    non-persistent complex64 buffer of `max_seq` positions), taking token
+    batches of any length up to `max_seq`."""
+
+    def __init__(self, cfg: LlamaConfig, n_layers: int, max_seq: int, vocab: int,
+                 device=None, dtype=None):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, cfg.hidden, device=device, dtype=dtype)
+        self.layers = nn.ModuleList(
+            _TitanBlock(cfg, device=device, dtype=dtype) for _ in range(n_layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.eps, device=device, dtype=dtype)
+        self.head = nn.Linear(cfg.hidden, vocab, bias=False, device=device, dtype=dtype)
+        self.register_buffer(
+            "freqs_cis", precompute_freqs_cis(cfg.head_dim_, max_seq, cfg.rope_theta).to(device),
+            persistent=False)
+
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        h = self.embed(tokens)
+        for layer in self.layers:
+            h = layer(h, self.freqs_cis)
+        return LlamaLM.loss(self.head(self.norm(h)), targets)

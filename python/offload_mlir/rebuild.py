@@ -231,17 +231,45 @@ def _realize_like_an_output(src: fx.Node, layout: list[int]) -> None:
         src.meta["inductor_realize_to_strides"] = True
 
 
+# The view bits a tensor can carry (conjugation, negation), each with the
+# view op that flips it.
+_VIEW_BITS = (("is_conj", torch.ops.aten._conj.default),
+              ("is_neg", torch.ops.aten._neg_view.default))
+
+
+def _flip_view_bits(b: _Builder, node: fx.Node, flips: list) -> fx.Node:
+    for flip in flips:
+        node = b._call(flip, (node,))
+    return node
+
+
+def _without_view_bits(b: _Builder, src: fx.Node) -> tuple[fx.Node, list]:
+    """`src` as a view without its conjugate or negative bit, and the view
+    ops that set them again. A copy op given a tensor with such a bit would
+    see PyTorch's fallback materialize it into a temporary: the copy would
+    read memory nothing keeps alive, and the wait would see another tensor.
+    The bytes of the storage move instead, and backward sets the bits again
+    on the loaded value (`_conj` of `z * z`'s saved `_conj(z)`, say)."""
+    val = src.meta.get("val")
+    flips = [flip for bit, flip in _VIEW_BITS
+             if isinstance(val, torch.Tensor) and getattr(val, bit)()]
+    return _flip_view_bits(b, src, flips), flips
+
+
 def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
                      layouts: dict[str, list[int]], saved_names: list[str]):
     """The new forward, the positions (among `saved_names`, the saved values
-    the IR keeps) of those offloaded, and, per offloaded name whose copy is
-    of the storage it shares rather than of itself, that storage's value."""
+    the IR keeps) of those offloaded, per offloaded name whose copy is of
+    the storage it shares rather than of itself, or of itself without its
+    view bits, the value copied, and per name the view ops that set those
+    bits again."""
     ops = torch.ops.offload
     b = _Builder(fw, fn)
     b.placeholders({})
     host_of: dict[str, fx.Node] = {}  # host SSA (or future) -> host node
     source_of: dict[str, fx.Node] = {}  # future SSA -> device source node
     copied: dict[str, torch.Tensor] = {}  # saved name -> value of the source
+    flips: dict[str, list] = {}  # saved name -> view ops setting its bits
     returned: list[str] = []
     copy_names = _saved_name_of_copies(fn, saved_names, num_outputs)
     for op in fn.ops:
@@ -263,6 +291,9 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
                 layouts[name] = layout
                 copied[name] = val
             _realize_like_an_output(src, layout)
+            src, flips[name] = _without_view_bits(b, src)
+            if flips[name]:
+                copied[name] = src.meta["val"]
             host = b._call(ops.offload_start.default, (src, layout, []))
             host_of[op.results[0]] = host
             source_of[op.results[0]] = src
@@ -299,7 +330,7 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
                 raise RebuildError(f"@{fn.name}: saved value {name} is not a forward output")
             final.append(old_saved[name])
     gm = b.finish(final)
-    return gm, offloaded, copied
+    return gm, offloaded, copied, flips
 
 
 def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.Tensor]) -> None:
@@ -332,7 +363,8 @@ def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.T
 
 def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
                       traced: dict[str, torch.Tensor], copied: dict[str, torch.Tensor],
-                      layouts: dict[str, list[int]], dropped: set[str]):
+                      layouts: dict[str, list[int]], dropped: set[str],
+                      flips: dict[str, list]):
     ops = torch.ops.offload
     b = _Builder(bw, fn)
     b.placeholders({name: copied[name] for name in fn.host_args}, dropped)
@@ -351,6 +383,7 @@ def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
             layout = (list(like.shape), layouts[name], like.dtype, like.device)
             if op.kind == "load_to_gpu":
                 dst = b._call(ops.load.default, (host, *layout, []))
+                dst = _flip_view_bits(b, dst, flips.get(name, []))
                 b.ssa[op.results[0]] = dst
                 b.env[b.by_name[name]] = dst
             else:
@@ -362,6 +395,7 @@ def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
                 raise RebuildError(f"@{fn.name}: wait on {fut}, which no load started")
             dst, host = loads.pop(fut)
             b._call(ops.load_wait.default, (dst, host, []))
+            dst = _flip_view_bits(b, dst, flips.get(host.name, []))
             b.ssa[op.results[0]] = dst
             b.env[b.by_name[host.name]] = dst
         elif op.kind == "return":
@@ -420,7 +454,7 @@ def rebuild_step(
     # travel in a shared copy.
     saved_names = [fw_name_of.get(n, n) for n in _ir_saved_names(bw_fn, num_saved)]
     dropped = {s.name for s in saved} - set(saved_names)
-    new_fw, offloaded, copied = _rebuild_forward(
+    new_fw, offloaded, copied, flips = _rebuild_forward(
         fw, functions["forward"], num_fwd_outputs, layouts, saved_names)
     names = [saved_names[i] for i in offloaded]
     renamed = [n for n in names if bw_name_of.get(n, n) != n]
@@ -434,5 +468,5 @@ def rebuild_step(
         raise RebuildError(
             f"forward offloads {sorted(names)} but backward loads {sorted(bw_fn.host_args)}"
         )
-    new_bw = _rebuild_backward(bw, fw, bw_fn, traced, copied, layouts, dropped)
+    new_bw = _rebuild_backward(bw, fw, bw_fn, traced, copied, layouts, dropped, flips)
     return new_fw, new_bw, names
