@@ -525,7 +525,82 @@ FailureOr<StepModel> StepModel::build(const TrainingStep &step,
     return failure();
   if (execution.reuseFreedBuffers)
     model.reuseFreedBuffers();
+  if (execution.autoPrefetchLead ||
+      (execution.prefetchLead > 0 && execution.prefetchBytes < 0))
+    model.resolvePrefetch();
   return model;
+}
+
+void StepModel::resolvePrefetch() {
+  // Resolved bytes stop simulate() from holding any for the next graph.
+  execution.prefetchBytes = 0;
+  double lead = execution.prefetchLead;
+  execution.prefetchLead = 0;
+  SmallVector<int64_t> liveAt;
+  SimulationResult empty = simulate(getEmptyPlan(), &liveAt);
+  unsigned numOps = ops.size();
+  double end = startTimes[numOps];
+  // Walking backward from the end: the most bytes live over the tail from
+  // `pos` on, and what that tail leaves free below the peak.
+  int64_t tailLive = liveAt[numOps];
+  double bestLead = 0;
+  int64_t bestBytes = 0, bestMoved = 0;
+  for (unsigned pos = numOps; pos-- > numForwardOps;) {
+    tailLive = std::max(tailLive, liveAt[pos]);
+    double tail = end - startTimes[pos];
+    int64_t free = std::max<int64_t>(0, empty.peakBytes - tailLive);
+    if (!execution.autoPrefetchLead) {
+      if (tail > lead)
+        break;
+      bestLead = lead;
+      bestBytes = free;
+      continue;
+    }
+    int64_t carried =
+        int64_t(std::max(0.0, tail - profileLatency) * h2dBandwidth);
+    if (std::min(free, carried) > bestMoved) {
+      bestMoved = std::min(free, carried);
+      bestLead = tail;
+      bestBytes = free;
+    }
+  }
+  execution.prefetchLead = execution.autoPrefetchLead ? bestLead : lead;
+  execution.prefetchBytes = bestBytes;
+}
+
+SmallVector<unsigned>
+StepModel::getPrefetchedLoads(const CopyPlan &plan) const {
+  SmallVector<unsigned> loads;
+  if (execution.prefetchLead <= 0 || execution.prefetchBytes <= 0)
+    return loads;
+  unsigned slot = getIssueSlot(numForwardOps, /*pastViews=*/true);
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Load && copy.issuePos <= slot &&
+        copy.issuePos >= numForwardOps)
+      loads.push_back(index);
+  llvm::stable_sort(loads, [&](unsigned a, unsigned b) {
+    return plan.copies[a].sequence < plan.copies[b].sequence;
+  });
+  int64_t bytes = 0;
+  unsigned fit = 0;
+  for (unsigned index : loads) {
+    bytes += plan.copies[index].bytes;
+    if (bytes > execution.prefetchBytes)
+      break;
+    ++fit;
+  }
+  loads.truncate(fit);
+  return loads;
+}
+
+std::optional<unsigned> StepModel::getPrefetchIssue() const {
+  if (execution.prefetchLead <= 0 || execution.prefetchBytes <= 0)
+    return std::nullopt;
+  unsigned numOps = ops.size();
+  double from = startTimes[numOps] - execution.prefetchLead;
+  auto it = std::lower_bound(startTimes.begin() + numForwardOps,
+                             startTimes.begin() + numOps, from);
+  return unsigned(it - startTimes.begin());
 }
 
 void StepModel::reuseFreedBuffers() {
@@ -1207,7 +1282,7 @@ public:
   CopyStreams(const CopyPlan &plan, double latency, double d2h, double h2d,
               double both)
       : plan(plan), latency(latency), issueTime(plan.copies.size(), kInf),
-        endTime(plan.copies.size(), kInf) {
+        endTime(plan.copies.size(), kInf), across(plan.copies.size(), 0) {
     bandwidth[0] = d2h;
     bandwidth[1] = h2d;
     shared[0] = std::min(d2h, both / 2);
@@ -1221,6 +1296,12 @@ public:
           members.push_back(copy.groupLeader);
         members.push_back(index);
       }
+  }
+
+  /// `bytes` of `copy` crossed the link before it is issued (a load the
+  /// graph before started; its latency is paid then, too).
+  void setAcrossBeforeIssue(unsigned copy, int64_t bytes) {
+    across[copy] = bytes;
   }
 
   void issue(unsigned copy, double time) {
@@ -1319,11 +1400,17 @@ private:
       if (readyTime(head) > now)
         continue;
       stream.queue.pop_front();
+      int64_t left = plan.copies[head].bytes - across[head];
+      if (left <= 0) {
+        finish(head);
+        continue;
+      }
       stream.active = head;
-      // A group's later copies are the same transfer: no latency of their own.
-      stream.inLatency = plan.copies[head].groupLeader < 0;
+      // A group's later copies are the same transfer, and a load started
+      // before is under way: no latency of their own.
+      stream.inLatency = plan.copies[head].groupLeader < 0 && across[head] == 0;
       stream.latencyEnd = stream.inLatency ? now + latency : now;
-      stream.remaining = double(plan.copies[head].bytes);
+      stream.remaining = double(left);
     }
   }
 
@@ -1353,6 +1440,8 @@ private:
   Stream streams[2];
   double now = 0, transferSeconds = 0;
   SmallVector<double> issueTime, endTime;
+  /// Per copy, its bytes across before it was issued.
+  SmallVector<int64_t> across;
   /// Per group leader, the copies of its group (empty if no group).
   SmallVector<SmallVector<unsigned>> groups;
   /// Copies of groups whose bytes are across.
@@ -1367,13 +1456,15 @@ struct MemoryEvent {
   double time;
   int64_t order;
   int64_t delta;
-  /// Buffer id (>= 0) or load copy (-(copy + 1)).
+  /// Buffer id (>= 0), load copy (-(copy + 1)) or kNextGraphOwner.
   int owner;
   /// The op position whose issues, waits or run it happens in; kSlotNow for
   /// a release the compute stream does not see (whichever op runs then).
   unsigned slot;
 };
 constexpr unsigned kSlotNow = ~0u;
+/// MemoryEvent::owner of the bytes the next graph's prefetched loads hold.
+constexpr int kNextGraphOwner = std::numeric_limits<int>::min();
 /// MemoryEvent::order of events at one time: those before op `pos` (its
 /// waits' releases, its loads' issues), those of the op itself (its
 /// results), and those at its end (the releases of what it read last).
@@ -1480,6 +1571,18 @@ SimulationResult StepModel::simulate(
 
   CopyStreams streams(plan, profileLatency, d2hBandwidth, h2dBandwidth,
                       bothWaysBandwidth);
+  // The loads the backward graph before this one started: the link carried
+  // them over the lead, one after the other in stream order.
+  double leadLeft = execution.prefetchLead;
+  for (unsigned copy : getPrefetchedLoads(plan)) {
+    double seconds = leadLeft - profileLatency;
+    if (seconds <= 0)
+      break;
+    int64_t bytes = std::min<int64_t>(plan.copies[copy].bytes,
+                                      int64_t(seconds * h2dBandwidth));
+    streams.setAcrossBeforeIssue(copy, bytes);
+    leadLeft -= profileLatency + double(bytes) / h2dBandwidth;
+  }
   SmallVectorImpl<double> &issueStart = scratch->issueStart,
                           &opStart = scratch->opStart, &opEnd = scratch->opEnd;
   issueStart.resize_for_overwrite(numOps + 1);
@@ -1628,6 +1731,14 @@ SimulationResult StepModel::simulate(
     events.push_back({opEnd[last], orderAfter(last), -copy.bytes,
                       -int(index) - 1, last});
   }
+  // The next graph's loads, started over the last prefetchLead seconds of
+  // backward, hold up to prefetchBytes until the step ends.
+  if (std::optional<unsigned> issue = getPrefetchIssue()) {
+    events.push_back({issueStart[*issue], orderBefore(*issue),
+                      execution.prefetchBytes, kNextGraphOwner, *issue});
+    events.push_back({opEnd[numOps], orderAfter(numOps),
+                      -execution.prefetchBytes, kNextGraphOwner, numOps});
+  }
   llvm::stable_sort(events, [](const MemoryEvent &a, const MemoryEvent &b) {
     if (a.time != b.time)
       return a.time < b.time;
@@ -1699,6 +1810,8 @@ SimulationResult StepModel::simulate(
   result.loadLiveAtPeak.assign(links.size(), false);
   for (size_t i = 0; i <= peakIndex && i < events.size(); ++i) {
     const MemoryEvent &event = events[i];
+    if (event.owner == kNextGraphOwner)
+      continue;
     if (event.owner >= 0)
       result.liveAtPeak[event.owner] = event.delta > 0;
     else

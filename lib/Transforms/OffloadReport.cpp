@@ -83,7 +83,16 @@ struct Prediction {
   /// The forward's compute alone (no stalls): what a profile of the step
   /// shows as the time to its first backward kernel.
   double forwardSeconds = 0;
+  /// The backward's compute alone (no stalls).
+  double backwardSeconds = 0;
   int64_t d2hBytes = 0, h2dBytes = 0;
+  /// A step compiled as one of several graphs (prefetch-lead): the lead and
+  /// the bytes it may hold, as resolved, and the loads of the plan the
+  /// backward graph before starts.
+  double prefetchLead = 0;
+  int64_t prefetchBytes = 0;
+  unsigned prefetchedLoads = 0;
+  int64_t prefetchedBytes = 0;
   /// What offload-plan predicted for its plan (`offload.planned`), if it ran.
   std::optional<int64_t> plannedPeak;
   std::optional<double> plannedStep;
@@ -336,6 +345,16 @@ static Prediction predict(const TrainingStep &step, const StepModel &model,
   prediction.d2hBytes = after.d2hBytes;
   prediction.h2dBytes = after.h2dBytes;
   prediction.forwardSeconds = model.getComputeStart(model.getNumForwardOps());
+  prediction.backwardSeconds =
+      model.getComputeStart(model.getNumOps()) - prediction.forwardSeconds;
+  prediction.prefetchLead = model.getExecutionModel().prefetchLead;
+  prediction.prefetchBytes =
+      std::max<int64_t>(0, model.getExecutionModel().prefetchBytes);
+  const CopyPlan &plan = model.getPlanInIR();
+  for (unsigned copy : model.getPrefetchedLoads(plan)) {
+    ++prediction.prefetchedLoads;
+    prediction.prefetchedBytes += plan.copies[copy].bytes;
+  }
   if (auto planned = step.getForward()->getAttrOfType<DictionaryAttr>(
           OffloadDialect::kPlannedAttrName)) {
     prediction.plannedPeak = planned.getAs<IntegerAttr>("peak_bytes").getInt();
@@ -437,6 +456,12 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                             ? ", kernels slowed by copies " +
                                   formatSeconds(p.interferenceAfter)
                             : std::string());
+    if (p.prefetchLead > 0)
+      os << llvm::formatv("prefetch: lead {0} holding at most {1}; {2} loads "
+                          "({3}) start during the backward graph before\n",
+                          formatSeconds(p.prefetchLead),
+                          formatBytes(p.prefetchBytes), p.prefetchedLoads,
+                          formatBytes(p.prefetchedBytes));
     if (p.plannedPeak)
       os << llvm::formatv("offload-plan predicted for its plan: peak device "
                           "memory {0}; step {1}\n",
@@ -544,7 +569,16 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
               report.prediction.interferenceAfter},
              {"peak_at_before", toJson(report.prediction.peakAtBefore)},
              {"peak_at_after", toJson(report.prediction.peakAtAfter)},
-             {"forward_seconds", report.prediction.forwardSeconds}}}});
+             {"forward_seconds", report.prediction.forwardSeconds},
+             {"backward_seconds", report.prediction.backwardSeconds}}}});
+    if (report.prediction.prefetchLead > 0)
+      steps.back().getAsObject()->try_emplace(
+          "prefetch",
+          llvm::json::Object{
+              {"lead_seconds", report.prediction.prefetchLead},
+              {"bytes", report.prediction.prefetchBytes},
+              {"loads", report.prediction.prefetchedLoads},
+              {"load_bytes", report.prediction.prefetchedBytes}});
     // Only where offload-plan ran.
     if (report.prediction.plannedPeak)
       steps.back().getAsObject()->try_emplace(
@@ -594,8 +628,10 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     FailureOr<DeviceProfile> profile = getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound,
-                                                     reuseFreedBuffers);
+    FailureOr<ExecutionModel> parsedExecution = OFFLOAD_PASS_EXECUTION_MODEL();
+    if (failed(parsedExecution))
+      return signalPassFailure();
+    ExecutionModel execution = *parsedExecution;
     CostModel costModel(*profile);
     std::vector<StepReport> reports;
     for (const TrainingStep &step : steps) {

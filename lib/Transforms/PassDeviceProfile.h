@@ -48,17 +48,46 @@ getPassDeviceProfile(const DeviceProfileOverrides &overrides,
   return profile;
 }
 
-/// The execution model from the `release`, `fuse-memory-bound` and
-/// `reuse-freed-buffers` options.
-inline ExecutionModel getPassExecutionModel(ExecutionModel::Release release,
-                                            bool fuseMemoryBound,
-                                            bool reuseFreedBuffers) {
+/// The execution model from the `release`, `fuse-memory-bound`,
+/// `reuse-freed-buffers`, `prefetch-lead` and `prefetch-bytes` options
+/// (the pass's, read from inside it: OFFLOAD_PASS_EXECUTION_MODEL()); emits
+/// an error naming the option on a bad value.
+inline FailureOr<ExecutionModel>
+getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
+                      bool reuseFreedBuffers, StringRef prefetchLead,
+                      StringRef prefetchBytes, Operation *anchor) {
   ExecutionModel execution;
   execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
   execution.reuseFreedBuffers = reuseFreedBuffers;
+  if (prefetchLead == "auto") {
+    execution.autoPrefetchLead = true;
+  } else if (prefetchLead.trim().getAsDouble(execution.prefetchLead) ||
+             !(execution.prefetchLead >= 0) ||
+             !std::isfinite(execution.prefetchLead)) {
+    emitError(anchor->getLoc())
+        << "option prefetch-lead: expected seconds >= 0 or auto, got '"
+        << prefetchLead << "'";
+    return failure();
+  }
+  if (prefetchBytes != "auto") {
+    std::string error;
+    std::optional<int64_t> bytes = offload_support::parseByteSize(
+        {prefetchBytes.data(), prefetchBytes.size()}, &error);
+    if (!bytes) {
+      emitError(anchor->getLoc())
+          << "option prefetch-bytes: " << error << " (or auto)";
+      return failure();
+    }
+    execution.prefetchBytes = *bytes;
+  }
   return execution;
 }
+
+#define OFFLOAD_PASS_EXECUTION_MODEL()                                         \
+  ::mlir::offload::getPassExecutionModel(release, fuseMemoryBound,             \
+                                         reuseFreedBuffers, prefetchLead,      \
+                                         prefetchBytes, getOperation())
 
 /// ExecutionModel::loadLead from the `load-lead` option, whose negative
 /// default stands for `copy-margin`'s value (the one margin both meant

@@ -22,6 +22,8 @@ static void setStepModelOptions(CostModelPassOptions &pass,
   pass.release = options.release;
   pass.fuseMemoryBound = options.fuseMemoryBound;
   pass.reuseFreedBuffers = options.reuseFreedBuffers;
+  pass.prefetchLead = options.prefetchLead;
+  pass.prefetchBytes = options.prefetchBytes;
 }
 
 static void buildPipeline(OpPassManager &pm,

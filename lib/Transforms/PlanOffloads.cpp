@@ -338,8 +338,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         getPassDeviceProfile(OFFLOAD_PASS_PROFILE_OVERRIDES(), getOperation());
     if (failed(profile))
       return signalPassFailure();
-    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound,
-                                                     reuseFreedBuffers);
+    FailureOr<ExecutionModel> parsedExecution = OFFLOAD_PASS_EXECUTION_MODEL();
+    if (failed(parsedExecution))
+      return signalPassFailure();
+    ExecutionModel execution = *parsedExecution;
     execution.loadLead = *lead;
     FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
     if (failed(inflight))
@@ -816,9 +818,13 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return true;
     };
     // Ruled out next to the offloads kept so far: first fit drops it.
+    // The bounds start loads no earlier than backward does; loads the
+    // backward graph before starts (prefetch-lead) break them, and only the
+    // simulation decides.
+    bool prefetch = model.getExecutionModel().prefetchLead > 0;
     auto ruledOut = [&](unsigned c, ArrayRef<Load> loads) {
-      return exceeds(bound.boundWith(loads), limit) ||
-             exceeds(copiesBound(c), limit);
+      return !prefetch && (exceeds(bound.boundWith(loads), limit) ||
+                           exceeds(copiesBound(c), limit));
     };
     auto keep = [&](ArrayRef<unsigned> kept) {
       SmallVector<Load> keptLoads;
@@ -888,7 +894,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         if (ruledOut(order[i], loads))
           continue;
         batchBound.add(loads);
-        if (!batch.empty() && exceeds(batchBound.current(), limit)) {
+        if (!batch.empty() && !prefetch &&
+            exceeds(batchBound.current(), limit)) {
           batchBound.remove(loads);
           break;
         }

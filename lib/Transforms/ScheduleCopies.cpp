@@ -444,6 +444,31 @@ static LogicalResult placeCopies(const TrainingStep &step,
   return success();
 }
 
+/// Marks the copies a step compiled as one of several graphs shares with
+/// the backward graphs beside it (ExecutionModel::prefetchLead), as the
+/// model of the scheduled IR predicts them: `offload.prefetch` on each load
+/// start the graph before starts (StepModel::getPrefetchedLoads),
+/// `offload.prefetch_issue` on the op before which this graph starts the
+/// next graph's (StepModel::getPrefetchIssue).
+static LogicalResult markPrefetch(const TrainingStep &step,
+                                  const CostModel &costModel,
+                                  const ExecutionModel &execution) {
+  if (execution.prefetchLead <= 0 && !execution.autoPrefetchLead)
+    return success();
+  FailureOr<StepModel> model = StepModel::build(step, costModel, execution);
+  if (failed(model))
+    return failure();
+  UnitAttr unit = UnitAttr::get(step.getForward()->getContext());
+  const CopyPlan &plan = model->getPlanInIR();
+  for (unsigned copy : model->getPrefetchedLoads(plan))
+    model->getOp(plan.copies[copy].issuePos)
+        ->setAttr(OffloadDialect::kPrefetchAttrName, unit);
+  if (std::optional<unsigned> issue = model->getPrefetchIssue())
+    model->getOp(std::min(*issue, model->getNumOps() - 1))
+        ->setAttr(OffloadDialect::kPrefetchIssueAttrName, unit);
+  return success();
+}
+
 namespace {
 struct ScheduleCopies
     : public offload::impl::ScheduleCopiesBase<ScheduleCopies> {
@@ -464,8 +489,10 @@ struct ScheduleCopies
         getPassLoadLead(copyMargin, loadLead, getOperation());
     if (failed(lead))
       return signalPassFailure();
-    ExecutionModel execution = getPassExecutionModel(release, fuseMemoryBound,
-                                                     reuseFreedBuffers);
+    FailureOr<ExecutionModel> parsedExecution = OFFLOAD_PASS_EXECUTION_MODEL();
+    if (failed(parsedExecution))
+      return signalPassFailure();
+    ExecutionModel execution = *parsedExecution;
     execution.loadLead = *lead;
     FailureOr<int64_t> cap =
         parseBytesOption("max-inflight-bytes",
@@ -482,7 +509,8 @@ struct ScheduleCopies
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(scheduleStep(step, costModel, execution, *cap, useRecorded)))
+      if (failed(scheduleStep(step, costModel, execution, *cap, useRecorded)) ||
+          failed(markPrefetch(step, costModel, execution)))
         return signalPassFailure();
   }
 };

@@ -42,6 +42,7 @@
 // JSON-NEXT:     "offloaded_bytes": 65536,
 // JSON-NEXT:     "offloaded_values": 2,
 // JSON-NEXT:     "predicted": {
+// JSON-NEXT:       "backward_seconds": {{[0-9.e-]+}},
 // JSON-NEXT:       "d2h_bytes": 65536,
 // JSON-NEXT:       "device": "h100-pcie5",
 // JSON-NEXT:       "exposed_seconds_after": {{[0-9.e-]+}},

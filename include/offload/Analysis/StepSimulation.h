@@ -75,6 +75,20 @@ struct ExecutionModel {
   /// With scheduled copies: copies of fewer bytes than this issued at one
   /// point move as one transfer (StepModel::coalesceCopies); 0: never.
   int64_t coalesceBelow = 0;
+  /// A step compiled as one of several graphs, whose backward graphs run
+  /// one after the other (docs/cost-model.md#prefetch): the loads issued at
+  /// the start of backward may run this many seconds earlier, at the end of
+  /// the backward graph before, while their bytes fit `prefetchBytes`
+  /// (StepModel::getPrefetchedLoads); and over the last `prefetchLead`
+  /// seconds of its own backward the step holds `prefetchBytes` more, the
+  /// next graph's loads started there (StepModel::getPrefetchIssue).
+  /// 0: none.
+  double prefetchLead = 0;
+  /// StepModel::build chooses the lead: the one that moves the most bytes.
+  bool autoPrefetchLead = false;
+  /// Negative: what the last `prefetchLead` seconds of backward leave free
+  /// below the peak without offload (StepModel::build resolves it).
+  int64_t prefetchBytes = -1;
 };
 
 /// One copy over the host link.
@@ -227,6 +241,17 @@ public:
   SimulationResult simulate(const CopyPlan &plan) const;
 
   const ExecutionModel &getExecutionModel() const { return execution; }
+  /// The loads of `plan` that run during the backward graph before this
+  /// one (ExecutionModel::prefetchLead): those issued at the start of
+  /// backward, before any op that computes, in stream order, while their
+  /// bytes together fit ExecutionModel::prefetchBytes. Indices into
+  /// `plan.copies`; none without a lead.
+  SmallVector<unsigned> getPrefetchedLoads(const CopyPlan &plan) const;
+  /// The backward position from which the step starts the next graph's
+  /// prefetched loads: the first op predicted (compute alone) to start no
+  /// earlier than ExecutionModel::prefetchLead before the end of backward;
+  /// nothing without a lead.
+  std::optional<unsigned> getPrefetchIssue() const;
   /// DeviceProfile::copyInterference: kernel time added per copy second.
   double getCopyInterference() const { return copyInterference; }
   unsigned getNumOps() const { return ops.size(); }
@@ -292,6 +317,13 @@ private:
   /// Slack against a forward that runs faster, or a link that runs slower,
   /// than predicted.
   void sinkOffloadWaits(CopyPlan &plan, ArrayRef<unsigned> offloads) const;
+
+  /// Resolves ExecutionModel::autoPrefetchLead and a negative
+  /// prefetchBytes from the step without offload: per candidate lead (the
+  /// time from a backward op's start to the end of backward), the bytes free
+  /// below the peak over that tail; the chosen lead moves the most bytes
+  /// (the smaller of those and what the link carries in the lead).
+  void resolvePrefetch();
 
   /// ExecutionModel::reuseFreedBuffers: the holdPos of every buffer whose
   /// storage waits for a later allocation, found on the plan without

@@ -86,6 +86,10 @@ inline constexpr const char kMaxInflightBytes[] = "2GiB";
 /// copies smaller than this issued at one point move as one transfer; "0"
 /// never. Off until measured on the GPU through the compiled path.
 inline constexpr const char kCoalesceBelow[] = "0";
+/// prefetch-lead: no loads start during another graph's backward.
+inline constexpr const char kPrefetchLead[] = "0";
+/// prefetch-bytes: planned from the step's own backward.
+inline constexpr const char kPrefetchBytes[] = "auto";
 inline constexpr ExecutionModel::Release kRelease =
     ExecutionModel::Release::AfterCopy;
 inline constexpr bool kFuseMemoryBound = false;

@@ -125,6 +125,17 @@ struct OffloadPipelineOptions
       llvm::cl::desc("The code generator keeps freed buffers for its next "
                      "allocation of their dtype and size (Inductor)"),
       llvm::cl::init(defaults::kReuseFreedBuffers)};
+  PassOptions::Option<std::string> prefetchLead{
+      *this, "prefetch-lead",
+      llvm::cl::desc("Seconds before backward, at the end of the backward "
+                     "graph before, during which the first loads may run "
+                     "(0: none; auto: planned)"),
+      llvm::cl::init(defaults::kPrefetchLead)};
+  PassOptions::Option<std::string> prefetchBytes{
+      *this, "prefetch-bytes",
+      llvm::cl::desc("Device memory the loads started early may hold (a "
+                     "byte size, or auto: planned)"),
+      llvm::cl::init(defaults::kPrefetchBytes)};
 };
 
 /// Adds find, insert-recomputes, plan (for plan=hidden|budget), insert-offloads,

@@ -58,6 +58,18 @@ defvar CostModelOptions = [
          "The code generator keeps a buffer it frees for its next allocation "
          "of the same dtype and size where that keeps its estimated peak "
          "(Inductor): the storage stays live until then">,
+  Option<"prefetchLead", "prefetch-lead", "std::string",
+         /*default=*/"::mlir::offload::defaults::kPrefetchLead",
+         "A step compiled as one of several graphs: seconds before its "
+         "backward, at the end of the backward graph that runs before it, "
+         "during which its first loads may run; it starts the next graph's "
+         "the same time before its own backward ends (0: none; auto: the "
+         "lead that moves the most bytes within prefetch-bytes)">,
+  Option<"prefetchBytes", "prefetch-bytes", "std::string",
+         /*default=*/"::mlir::offload::defaults::kPrefetchBytes",
+         "Device memory the loads started early may hold during the lead (a "
+         "byte size, or auto: what the last prefetch-lead seconds of this "
+         "step's backward leave free below its peak without offload)">,
 ];
 
 def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {

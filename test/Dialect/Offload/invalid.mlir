@@ -67,3 +67,17 @@ func.func @keep_not_unit() attributes {offload.keep = 1 : i64} {
 func.func @unknown_attr() attributes {offload.bogus} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{'offload.prefetch' is only valid on a load start}}
+func.func @prefetch_not_on_a_load() attributes {offload.prefetch} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expects 'offload.prefetch_issue' to be a unit attribute}}
+func.func @prefetch_issue_not_unit() attributes {offload.prefetch_issue = 2 : i64} {
+  return
+}

@@ -128,7 +128,12 @@ std::optional<int64_t> mlir::offload::getStorageBytes(Type type) {
 LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kKeepAttrName || name == kRebuiltViewAttrName) {
+  if (name == kPrefetchAttrName &&
+      !isa<LoadStartOp, LoadGroupStartOp>(op))
+    return op->emitOpError()
+           << "'" << name << "' is only valid on a load start";
+  if (name == kKeepAttrName || name == kRebuiltViewAttrName ||
+      name == kPrefetchAttrName || name == kPrefetchIssueAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
     return success();

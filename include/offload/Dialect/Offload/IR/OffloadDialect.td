@@ -59,6 +59,15 @@ def Offload_Dialect : Dialect {
     /// saved values whose offload is waited for right before it. Dense i64
     /// arrays; offload-schedule-copies removes them.
     static constexpr ::llvm::StringLiteral kLoadStartsAttrName = "offload.load_starts";
+    /// A step compiled as one of several graphs (prefetch-lead): on a load
+    /// start (or load group start) in backward, `prefetch`: the backward
+    /// graph before this one starts the load, before this backward begins;
+    /// on a backward op, `prefetch_issue`: before it this graph starts the
+    /// next graph's prefetched loads. Unit attributes, set by
+    /// offload-schedule-copies for the framework's copy ops; the lowering
+    /// to offload_rt, which runs one step alone, ignores them.
+    static constexpr ::llvm::StringLiteral kPrefetchAttrName = "offload.prefetch";
+    static constexpr ::llvm::StringLiteral kPrefetchIssueAttrName = "offload.prefetch_issue";
     static constexpr ::llvm::StringLiteral kOffloadWaitsAttrName = "offload.offload_waits";
 
   private:
