@@ -95,12 +95,13 @@ def _save_matmuls(ctx, op, *args, **kwargs):
     return CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def _checkpointed_lm(selective: bool = False) -> nn.Module:
-    """The small Llama-style LM of test_backend.py with each layer of its
-    stack checkpointed (non-reentrant), or, with `selective`, checkpointed
-    with a policy that saves the matrix products."""
+def _checkpointed_lm(selective: bool = False, seq: int = 16, layers: int = 2) -> nn.Module:
+    """The small Llama-style LM of test_backend.py (`layers` layers over `seq`
+    tokens) with each layer of its stack checkpointed (non-reentrant), or,
+    with `selective`, checkpointed with a policy that saves the matrix
+    products."""
     cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
-    lm = models.LlamaLM(cfg, n_layers=2, seq=16, vocab=96, tie_embeddings=True)
+    lm = models.LlamaLM(cfg, n_layers=layers, seq=seq, vocab=96, tie_embeddings=True)
     stack = lm.stack
     extra = {}
     if selective:

@@ -6,11 +6,14 @@ tagging the forward nodes must-recompute for Inductor's min-cut partitioner
 and plans the copies on its partition. The reference is plain Inductor with
 the same tags and no offloading (offload_mlir.recompute_reference_backend),
 in deterministic mode, after a control shows plain Inductor reproduces
-itself.
+itself; where the plan recomputes nothing new, plain Inductor. The models:
+the small Llama-style LM, the MLP and the conv net of test_backend.py, and
+the per-layer checkpointed LM of test_checkpoint.py.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import pytest
@@ -18,6 +21,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from offload_mlir import models  # noqa: E402
+from tests.bridge import test_backend, test_checkpoint  # noqa: E402
+from tests.helpers import train_adamw  # noqa: E402
 
 
 def _train_lm(backend):
@@ -80,3 +85,56 @@ def test_recompute_off_plans_copies_only(offload_mlir):
 def test_recompute_option_is_checked(offload_mlir):
     with pytest.raises(ValueError, match="recompute must be a bool"):
         offload_mlir.backend(recompute="yes")
+
+
+def _mlp_batch(step: int):
+    g = torch.Generator().manual_seed(1000 + step)
+    return torch.randn(1024, 64, generator=g), torch.randint(0, 10, (1024,), generator=g)
+
+
+def _conv_batch(step: int):
+    g = torch.Generator().manual_seed(1000 + step)
+    return torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
+
+
+def _token_batch(step: int):
+    g = torch.Generator().manual_seed(1000 + step)
+    tokens = torch.randint(0, 96, (8, 129), generator=g)
+    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+
+# Each model with the plan that moves or recomputes something on it: the
+# MLP's saved values are matrix products (Inductor's partition already
+# recomputes its pointwise ops), so its plan only copies; the conv net's
+# joint plan recomputes pooling and softmax statistics; the checkpointed
+# LM keeps its layers recomputed and its joint plan recomputes the
+# embedding and loss statistics outside them, and offloads the checkpoint
+# inputs.
+_JOINT_CASES = {
+    "mlp": (lambda: test_backend.MLP(), _mlp_batch, {"budget": 0.9}, False),
+    "conv": (lambda: test_backend.ConvNet(), _conv_batch, {"budget": 0.8}, True),
+    "checkpointed-lm": (functools.partial(test_checkpoint._checkpointed_lm, seq=128, layers=6),
+                        _token_batch, {}, True),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_JOINT_CASES))
+def test_joint_plans_train_bit_identical_to_inductor_with_the_same_recomputation(
+        offload_mlir, kind):
+    make_model, batch, options, recomputes = _JOINT_CASES[kind]
+    backend = offload_mlir.backend(min_bytes=0, **options)
+    offload_mlir.reset_runtime_stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+        result = train_adamw(make_model, batch, backend, steps=2)
+    report = offload_mlir.last_report()
+    assert report["fallback"] is None, report
+    recomputed = report.get("recomputed", {})
+    assert bool(recomputed) == recomputes, recomputed
+    stats = offload_mlir.runtime_stats()
+    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    # With nothing recomputed the reference is plain Inductor itself.
+    reference_backend = (offload_mlir.recompute_reference_backend(recomputed)
+                         if recomputed else "inductor")
+    reference = train_adamw(make_model, batch, reference_backend, steps=2)
+    test_backend._assert_bit_identical(reference, result)
