@@ -25,6 +25,7 @@ _LAZY = {
     "last_report": "bridge",
     "OffloadOptions": "bridge",
     "BridgeWarning": "bridge",
+    "NothingOffloadedWarning": "bridge",
     "runtime_stats": "ops",
     "reset_runtime_stats": "ops",
 }

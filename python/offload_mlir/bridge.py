@@ -26,6 +26,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import warnings
@@ -39,7 +40,7 @@ from .pin_order import installed_pass
 from .rebuild import RebuildError, rebuild_step
 
 __all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report",
-           "BridgeWarning", "__version__"]
+           "BridgeWarning", "NothingOffloadedWarning", "registered_backend", "__version__"]
 
 __version__ = "0.2.0"
 
@@ -71,7 +72,46 @@ def _budget_option(budget: Any) -> str:
     except capi.PipelineError as e:
         reason = str(e).splitlines()[0].split("error: ", 1)[-1]
         raise ValueError(f"cannot read budget {budget!r}: {reason}") from None
+    if _leading_number(text) == 0:
+        raise ValueError(f"budget must be positive, not {budget!r}")
     return text
+
+
+def _leading_number(text: str) -> float | None:
+    """The number a size string starts with ("0GiB": 0.0), or None."""
+    match = re.match(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text)
+    return float(match.group(0)) if match else None
+
+
+def _check_pipeline_option(name: str, option: str, value: str) -> None:
+    """The pipeline's own reading of `option=value` (on an empty module),
+    so the bridge refuses what it would refuse at the first compile."""
+    try:
+        capi.run_pipeline("module {}", f"{option}={value}")
+    except capi.PipelineError as e:
+        reason = str(e).splitlines()[0].split("error: ", 1)[-1]
+        raise ValueError(f"{name}={value!r}: {reason}") from None
+
+
+def _check_report(report: Any) -> None:
+    """`report` is None, "text", "json", or the path of a file in an existing
+    folder this process may write to (a path: with a folder or a suffix, so
+    a misspelt format is not taken for a file name)."""
+    if report is None or report in ("text", "json"):
+        return
+    if not isinstance(report, (str, os.PathLike)):
+        raise ValueError(f"report must be None, 'text', 'json' or a file path, not {report!r}")
+    path = os.fspath(report)
+    if os.sep not in path and not os.path.splitext(path)[1]:
+        raise ValueError(f"report={report!r} is neither 'text', 'json' nor a file path "
+                         "(write a path with a folder or a suffix: ./report.txt)")
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"report={report!r} is a folder, not a file")
+    if not os.path.isdir(folder):
+        raise ValueError(f"report={report!r}: the folder {folder} does not exist")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise ValueError(f"report={report!r}: cannot write there")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,16 +168,33 @@ class OffloadOptions:
             raise ValueError(f"plan must be 'all', 'hidden' or 'budget', not {self.plan!r}")
         if self.plan == "budget" and self.budget is None:
             raise ValueError("plan='budget' needs budget=")
+        if self.budget is not None and self.plan != "budget":
+            raise ValueError(f"budget= plans to a memory budget, plan={self.plan!r} does "
+                             "not: pass one of them")
         if self.compiler not in ("inductor", "aot_eager"):
             raise ValueError("compiler must be 'inductor' or 'aot_eager'")
-        if not isinstance(self.min_bytes, int) or self.min_bytes < 0:
-            raise ValueError("min_bytes must be a non-negative int")
-        if not isinstance(self.reuse_freed_buffers, bool):
-            raise ValueError("reuse_freed_buffers must be a bool")
-        if not isinstance(self.recompute, bool):
-            raise ValueError("recompute must be a bool")
+        if isinstance(self.min_bytes, bool) or not isinstance(self.min_bytes, int) \
+                or self.min_bytes < 0:
+            raise ValueError(f"min_bytes must be a non-negative int, not {self.min_bytes!r}")
+        for name in ("schedule", "reuse_freed_buffers", "recompute"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         if self.budget is not None:
             _budget_option(self.budget)
+        _check_report(self.report)
+        if self.device_profile is not None:
+            if not isinstance(self.device_profile, (str, os.PathLike)):
+                raise ValueError("device_profile must be the path of a JSON profile, not "
+                                 f"{self.device_profile!r}")
+            _check_pipeline_option("device_profile", "device-profile",
+                                   os.fspath(self.device_profile))
+        if self.max_inflight_bytes is not None:
+            if isinstance(self.max_inflight_bytes, bool) or not isinstance(
+                    self.max_inflight_bytes, (str, int)):
+                raise ValueError("max_inflight_bytes must be bytes or a size string such as "
+                                 f"'2GiB', not {self.max_inflight_bytes!r}")
+            _check_pipeline_option("max_inflight_bytes", "max-inflight-bytes",
+                                   str(self.max_inflight_bytes))
         if self.recompute_budget is not None and (
                 isinstance(self.recompute_budget, bool)
                 or not isinstance(self.recompute_budget, (int, float))
@@ -372,11 +429,61 @@ class OffloadPartitioner(CustomPartitionerFn):
             _record({"fallback": str(e), "offloaded": []})
             return fw, bw
         _record(report)
+        if not report["offloaded"] and not report.get("recomputed"):
+            _say_nothing_offloaded(fw, report, self.options)
         return new_fw, new_bw
 
 
 class _Fallback(Exception):
     pass
+
+
+class NothingOffloadedWarning(UserWarning):
+    """A graph compiled with offloading on moved nothing; the message says why."""
+
+
+_said_nothing_offloaded = False
+
+
+def _say_nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
+                           options: OffloadOptions) -> None:
+    """Warns, once per process, that a graph offloads nothing, and why: the
+    device it runs on, the profile it was planned with, and what kept each
+    saved value (too small, an input or parameter, the plan)."""
+    global _said_nothing_offloaded
+    if _said_nothing_offloaded:
+        return
+    _said_nothing_offloaded = True
+    saved = [v for step in report.get("pipeline", {}).get("steps", [])
+             for v in step.get("saved", [])]
+    kinds: dict[str, int] = {}
+    for value in saved:
+        why = value.get("kept_reason", "")
+        kind = ("smaller than min_bytes" if why.startswith("below min-bytes")
+                else "graph inputs or parameters" if why == "function argument"
+                else "kept by the plan (" + why.removeprefix("plan: ") + ")"
+                if why.startswith("plan: ") else "kept: " + (why or "not selected"))
+        kinds[kind] = kinds.get(kind, 0) + 1
+    if not saved:
+        why = "the graph saves nothing for backward"
+    else:
+        why = "of its {} saved values, {}".format(
+            len(saved), ", ".join(f"{n} {kind}" for kind, n in kinds.items()))
+    devices = {v.device.type for n in fw.graph.nodes if n.op == "placeholder"
+               for v in [n.meta.get("val")] if isinstance(v, torch.Tensor)}
+    if "cuda" not in devices:
+        where = (f"It runs on {', '.join(sorted(devices)) or 'no device'}: offloading frees "
+                 "GPU memory, and the plan models a GPU (the built-in H100 PCIe defaults).")
+    elif options.resolved_device_profile() is None:
+        where = (f"No device profile was measured on {torch.cuda.get_device_name()}: the plan "
+                 "models an H100 PCIe (python -m offload_mlir.calibrate measures one).")
+    else:
+        where = f"Planned with {options.resolved_device_profile()}."
+    warnings.warn(
+        f"offload_mlir: nothing was offloaded from this graph ({why}). {where} "
+        "backend(report='text') shows the plan value by value; plan='all' offloads every "
+        f"saved value of min_bytes ({options.min_bytes} bytes) or more.",
+        NothingOffloadedWarning, stacklevel=2)
 
 
 # The pipeline's defaults for plan=hidden: max-slowdown (0) plus
@@ -607,7 +714,11 @@ def _aot_eager(partitioner: OffloadPartitioner) -> Callable:
         keep_inference_input_mutations=True,
     )
 
-    def compile_aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+    def compile_aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                          mode: str | None = None, options: Mapping[str, Any] | None = None):
+        if mode not in (None, "default") or options:
+            raise TypeError("offload_mlir.backend(compiler='aot_eager') takes no "
+                            "torch.compile mode= or options= (they configure Inductor)")
         # AOTAutograd's on-disk cache does not key on partition_fn: a graph
         # compiled before by plain aot_eager (in any process) would be served
         # untransformed.
@@ -620,7 +731,7 @@ def _aot_eager(partitioner: OffloadPartitioner) -> Callable:
 def backend(
     *,
     min_bytes: int = OffloadOptions.min_bytes,
-    plan: str = OffloadOptions.plan,
+    plan: str | None = None,
     budget: Any = None,
     schedule: bool = True,
     device_profile: str | None = None,
@@ -636,8 +747,9 @@ def backend(
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
-    Options have the pipeline's names and meanings (docs/torch-bridge.md):
-    `min_bytes`, `plan` ("all", "hidden", "budget"), `budget` (bytes, a
+    Options have the pipeline's names and meanings (docs/torch-bridge.md),
+    and each is checked here, by type and value: `min_bytes`, `plan` ("all",
+    "hidden", the default, or "budget", which `budget=` implies), `budget` (bytes, a
     string like "20GiB", or a fraction of the predicted peak), `schedule`,
     `device_profile` (a JSON profile; default: the H100 one), `report`
     (None, "text", "json", or a file path to append to),
@@ -661,8 +773,10 @@ def backend(
     checkpointing's must-recompute tags, and `last_report()["recomputed"]`
     names them).
     """
+    if plan is None:
+        plan = "budget" if budget is not None else OffloadOptions.plan
     options = OffloadOptions(
-        min_bytes=min_bytes, plan="budget" if budget is not None else plan,
+        min_bytes=min_bytes, plan=plan,
         budget=budget, schedule=schedule, device_profile=device_profile,
         report=report, max_inflight_bytes=max_inflight_bytes, compiler=compiler,
         recompute_budget=recompute_budget, load_lead=load_lead,
@@ -678,19 +792,67 @@ def backend(
     if compiler == "aot_eager":
         return _aot_eager(partitioner)
 
-    def compile_inductor(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+    def compile_inductor(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                         mode: str | None = None, options: Mapping[str, Any] | None = None):
         from torch._inductor.compile_fx import compile_fx
 
+        if options:
+            raise TypeError("torch.compile(options=...) with offload_mlir.backend(...): pass "
+                            "the options to offload_mlir.backend(...) itself, or use "
+                            "backend=\"offload_mlir\" with options={...}")
         # compile_fx applies config_patches to the backward's compile too,
         # which AOTAutograd runs later, outside this call. AOTAutograd's own
         # cache would skip the partitioner, and with it the report and
         # last_report(); Inductor's cache of the rebuilt graphs stays on.
-        patches = INDUCTOR_PATCHES | options.resolved_inductor_config() | {
-            "custom_partitioner_fn": partitioner,
-            "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
-        }
+        patches = INDUCTOR_PATCHES | mode_inductor_config(mode) \
+            | compile_inductor.options.resolved_inductor_config() | {
+                "custom_partitioner_fn": partitioner,
+                "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
+            }
         with torch._functorch.config.patch(enable_autograd_cache=False):
             return compile_fx(gm, example_inputs, config_patches=patches)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor
+
+
+def mode_inductor_config(mode: str | None) -> dict[str, Any]:
+    """The Inductor settings of torch.compile's `mode=` ("default",
+    "max-autotune-no-cudagraphs", ...). Modes that capture CUDA graphs
+    ("reduce-overhead", "max-autotune") are refused: the copy ops synchronize
+    with the host and allocate pinned memory, which a CUDA graph cannot
+    replay."""
+    if mode is None or mode == "default":
+        return {}
+    from torch._inductor import list_mode_options
+
+    known = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+    if mode not in known:
+        raise ValueError(f"mode={mode!r}: torch.compile's modes are {', '.join(known)}")
+    settings = dict(list_mode_options(mode))
+    if settings.pop("triton.cudagraphs", False):
+        raise ValueError(f"mode={mode!r} captures CUDA graphs, which offload_mlir's copies "
+                         "cannot run in; use mode='max-autotune-no-cudagraphs' or the default")
+    return settings
+
+
+_registered: dict[str, Callable] = {}
+
+
+def registered_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                       mode: str | None = None, options: Mapping[str, Any] | None = None):
+    """The backend PyTorch finds by name (the `torch_dynamo_backends` entry
+    point): `torch.compile(model, backend="offload_mlir", options={...})`,
+    where `options` holds the keyword arguments of `backend()`."""
+    import inspect
+
+    options = dict(options or {})
+    known = set(inspect.signature(backend).parameters)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"offload_mlir: unknown option(s) {', '.join(unknown)}; "
+                        f"backend() takes {', '.join(sorted(known))}")
+    key = repr(sorted(options.items()))
+    if key not in _registered:
+        _registered[key] = backend(**options)
+    return _registered[key](gm, example_inputs, mode=mode)

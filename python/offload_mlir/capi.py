@@ -7,7 +7,8 @@
 
 The library, liboffload_mlir_capi.so, links MLIR statically (docs/c-api.md).
 It is looked for in $OFFLOAD_MLIR_LIB_DIR, then in this package's `_lib/`
-folder (where a staged copy goes), then in the repository's `build/lib/`.
+folder (where a staged copy goes), then, in a repository checkout, in its
+`build/lib/`.
 Torch-free: importing this module loads nothing; the library is loaded on
 first use.
 """
@@ -34,7 +35,16 @@ LIBRARY_NAME = "liboffload_mlir_capi.so"
 ENV_VAR = "OFFLOAD_MLIR_LIB_DIR"
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_REPO_DIR = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
+
+
+def repo_build_dir() -> Optional[str]:
+    """The build folder of the repository this package sits in (its
+    python/offload_mlir), or None for an installed package."""
+    repo = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
+    if os.path.basename(os.path.dirname(_PACKAGE_DIR)) != "python" or not os.path.isfile(
+            os.path.join(repo, "CMakeLists.txt")):
+        return None
+    return os.path.join(repo, "build")
 
 
 class PipelineError(RuntimeError):
@@ -60,7 +70,9 @@ def search_dirs() -> List[str]:
     if env:
         dirs.append(env)
     dirs.append(os.path.join(_PACKAGE_DIR, "_lib"))
-    dirs.append(os.path.join(_REPO_DIR, "build", "lib"))
+    build = repo_build_dir()
+    if build:
+        dirs.append(os.path.join(build, "lib"))
     return dirs
 
 

@@ -62,16 +62,30 @@ __all__ = [
 
 LIB_NAME = "liboffload_torch_ops.so"
 
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-_REPO = os.path.dirname(os.path.dirname(_PKG_DIR))
-
-
 def library_search_path() -> list[str]:
     """Directories searched for ``liboffload_torch_ops.so``, in order: those
-    of the C API (``$OFFLOAD_MLIR_LIB_DIR``, the package's ``_lib/``, the
-    repository's ``build/lib/``), then ``build/torch-ops/``, where
-    scripts/setup.sh builds the ops."""
-    return capi.search_dirs() + [os.path.join(_REPO, "build", "torch-ops")]
+    of the C API (``$OFFLOAD_MLIR_LIB_DIR``, the package's ``_lib/``, in a
+    repository checkout its ``build/lib/``), then, in a checkout,
+    ``build/torch-ops/``, where scripts/setup.sh builds the ops."""
+    build = capi.repo_build_dir()
+    return capi.search_dirs() + ([os.path.join(build, "torch-ops")] if build else [])
+
+
+def _check_torch_version(path: str) -> None:
+    """A staged library names the torch it was built against
+    (torch_version.txt beside it); its C++ ABI holds within that release
+    series only."""
+    try:
+        with open(os.path.join(os.path.dirname(path), "torch_version.txt")) as f:
+            built = f.read().strip()
+    except OSError:
+        return
+    series = built.split("+")[0].split(".")[:2]
+    if torch.__version__.split("+")[0].split(".")[:2] != series:
+        raise OSError(f"{path} was built against torch {built}, and this is torch "
+                      f"{torch.__version__}: install torch {'.'.join(series)}.x, or rebuild "
+                      "the library against this torch (scripts/setup.sh, then "
+                      "scripts/stage-python.sh)")
 
 
 def find_library() -> Optional[str]:
@@ -106,6 +120,7 @@ def load_library() -> str:
                 "'import torch; print(torch.utils.cmake_prefix_path)') && "
                 "ninja -C build/torch-ops`, or set OFFLOAD_MLIR_LIB_DIR"
             )
+        _check_torch_version(path)
         torch.ops.load_library(path)
         _cdll = _bind(ctypes.CDLL(path))
         _lib_path = path

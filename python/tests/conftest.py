@@ -38,3 +38,8 @@ def offload_mlir():
             raise
         pytest.skip(f"bridge libraries not built: {e}")
     return offload_mlir
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: an end-to-end or property test that takes minutes on two cores")

@@ -214,11 +214,13 @@ def test_no_mlir_or_llvm_at_run_time():
 
 def test_missing_library_message(monkeypatch, tmp_path):
     monkeypatch.setenv(capi.ENV_VAR, str(tmp_path))
-    monkeypatch.setattr(capi, "_REPO_DIR", str(tmp_path / "repo"))
-    monkeypatch.setattr(capi, "_PACKAGE_DIR", str(tmp_path / "pkg"))
+    # A package outside a repository checkout (installed) looks in no build folder.
+    monkeypatch.setattr(capi, "_PACKAGE_DIR", str(tmp_path / "site-packages" / "offload_mlir"))
+    assert capi.repo_build_dir() is None
     with pytest.raises(FileNotFoundError) as info:
         capi.library_path()
     text = str(info.value)
     assert str(tmp_path / capi.LIBRARY_NAME) in text
-    assert os.path.join(str(tmp_path / "pkg"), "_lib", capi.LIBRARY_NAME) in text
+    assert os.path.join(capi._PACKAGE_DIR, "_lib", capi.LIBRARY_NAME) in text
+    assert capi.search_dirs() == [str(tmp_path), os.path.join(capi._PACKAGE_DIR, "_lib")]
     assert capi.ENV_VAR in text

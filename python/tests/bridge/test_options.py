@@ -1,0 +1,151 @@
+"""What backend() accepts, checked when it is called; torch.compile's mode=
+and options=; the backend registered by name; and the one warning a run
+that offloads nothing gives."""
+
+import os
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"report": "/nonexistent/x"}, "does not exist"),
+    ({"report": "xml"}, "neither 'text', 'json' nor a file path"),
+    ({"report": 3}, "report must be"),
+    ({"budget": "0"}, "budget must be positive"),
+    ({"budget": "0GiB"}, "budget must be positive"),
+    ({"budget": 0}, "budget must be positive"),
+    ({"min_bytes": True}, "min_bytes must be a non-negative int"),
+    ({"min_bytes": -1}, "min_bytes must be a non-negative int"),
+    ({"min_bytes": 1.5}, "min_bytes must be a non-negative int"),
+    ({"device_profile": "/nonexistent/profile.json"}, "cannot read device profile"),
+    ({"device_profile": __file__}, "not valid JSON"),
+    ({"device_profile": 1}, "device_profile must be"),
+    ({"max_inflight_bytes": "abc"}, "not a byte size"),
+    ({"max_inflight_bytes": 1.5}, "max_inflight_bytes must be"),
+    ({"schedule": "no"}, "schedule must be True or False"),
+    ({"recompute": 1}, "recompute must be True or False"),
+    ({"plan": "all", "budget": "20GiB"}, "pass one of them"),
+    ({"plan": "hidden", "budget": 0.5}, "pass one of them"),
+    ({"plan": "budget"}, "needs budget="),
+    ({"plan": "most"}, "plan must be"),
+])
+def test_backend_refuses_a_bad_option_when_called(offload_mlir, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        offload_mlir.backend(**kwargs)
+
+
+def test_backend_accepts_each_option_spelled_right(offload_mlir, tmp_path):
+    from offload_mlir.bridge import OffloadOptions
+
+    profile = os.path.join(os.path.dirname(offload_mlir.__file__), "profiles", "h100.json")
+    for kwargs in ({"report": "text"}, {"report": "json"}, {"report": str(tmp_path / "r.txt")},
+                   {"report": "./report.txt"}, {"budget": "20GiB"}, {"budget": 0.5},
+                   {"plan": "budget", "budget": 10**9}, {"plan": "all"},
+                   {"device_profile": profile}, {"max_inflight_bytes": "2GiB"},
+                   {"max_inflight_bytes": 1 << 30}, {"schedule": False}):
+        assert callable(offload_mlir.backend(**kwargs)), kwargs
+    # budget= alone plans to the budget; nothing at all plans hidden.
+    assert offload_mlir.backend(budget=0.5).options.plan == "budget"
+    assert offload_mlir.backend().options.plan == "hidden" == OffloadOptions.plan
+
+
+def _tiny():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(),
+                               torch.nn.Linear(256, 64))
+
+
+def test_torch_compile_mode_is_applied_or_refused(offload_mlir, monkeypatch):
+    from offload_mlir import bridge
+
+    # A mode is Inductor's settings for it, without CUDA graphs, which the
+    # copies cannot run in.
+    assert bridge.mode_inductor_config(None) == bridge.mode_inductor_config("default") == {}
+    assert bridge.mode_inductor_config("max-autotune-no-cudagraphs")["max_autotune"] is True
+    for mode, match in (("reduce-overhead", "CUDA graphs"), ("max-autotune", "CUDA graphs"),
+                        ("fastest", "torch.compile's modes")):
+        with pytest.raises(ValueError, match=match):
+            bridge.mode_inductor_config(mode)
+    # torch.compile hands mode= to the backend, which applies it.
+    applied = []
+    real = bridge.mode_inductor_config
+    monkeypatch.setattr(bridge, "mode_inductor_config",
+                        lambda mode: applied.append(mode) or real(None))
+    x = torch.randn(16, 64)
+    torch._dynamo.reset()
+    step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False,
+                         mode="max-autotune-no-cudagraphs")
+    step(x).sum().backward()
+    assert applied == ["max-autotune-no-cudagraphs"]
+    monkeypatch.setattr(bridge, "mode_inductor_config", real)
+    torch._dynamo.reset()
+    step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False,
+                         mode="reduce-overhead")
+    with pytest.raises(Exception, match="CUDA graphs"):
+        step(x)
+    torch._dynamo.reset()
+    step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False,
+                         options={"plan": "all"})
+    with pytest.raises(Exception, match="pass the options to offload_mlir.backend"):
+        step(x)
+
+
+def test_registered_backend_takes_backend_options(offload_mlir):
+    from offload_mlir.bridge import registered_backend
+
+    x = torch.randn(16, 64)
+    torch._dynamo.reset()
+    offload_mlir.reset_runtime_stats()
+    step = torch.compile(_tiny(), backend=registered_backend, dynamic=False,
+                         options={"plan": "all", "min_bytes": 0})
+    step(x).sum().backward()
+    assert offload_mlir.last_report()["offloaded"]
+    assert offload_mlir.runtime_stats()["d2h_bytes"] > 0
+    torch._dynamo.reset()
+    step = torch.compile(_tiny(), backend=registered_backend, dynamic=False,
+                         options={"plan": "all", "min_byte": 0})
+    with pytest.raises(Exception, match="unknown option.*min_byte"):
+        step(x)
+    torch._dynamo.reset()
+    step = torch.compile(_tiny(), backend=registered_backend, dynamic=False,
+                         options={"schedule": "no"})
+    with pytest.raises(Exception, match="schedule must be True or False"):
+        step(x)
+
+
+def test_a_run_that_offloads_nothing_says_why_once(offload_mlir, monkeypatch):
+    from offload_mlir import bridge
+
+    monkeypatch.setattr(bridge, "_said_nothing_offloaded", False)
+    x = torch.randn(16, 64)
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False)
+        step(x).sum().backward()
+        torch._dynamo.reset()
+        step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False)
+        step(x).sum().backward()
+    said = [str(w.message) for w in caught
+            if issubclass(w.category, offload_mlir.NothingOffloadedWarning)]
+    assert len(said) == 1, said
+    # The CPU step's saved values are small (min_bytes) or parameters, and
+    # it runs on the CPU.
+    assert "nothing was offloaded" in said[0]
+    assert "smaller than min_bytes" in said[0] and "It runs on cpu" in said[0]
+    assert "report='text'" in said[0]
+
+
+def test_a_run_whose_plan_keeps_everything_names_the_plans_reason(offload_mlir, monkeypatch):
+    from offload_mlir import bridge
+
+    monkeypatch.setattr(bridge, "_said_nothing_offloaded", False)
+    torch._dynamo.reset()
+    with pytest.warns(offload_mlir.NothingOffloadedWarning,
+                      match=r"kept by the plan \(its copy cannot be hidden under compute\)"):
+        step = torch.compile(_tiny(), backend=offload_mlir.backend(min_bytes=0),
+                             dynamic=False)
+        step(torch.randn(16, 64)).sum().backward()
