@@ -9,6 +9,8 @@
 //   load_start(Tensor host, int[] size, int[] stride, ScalarType dtype,
 //              Device device, Tensor[] after) -> Tensor
 //   load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()
+//   prefetch_push(Tensor[] hosts) -> ()
+//   prefetch_issue(Tensor anchor) -> ()
 //
 // The host value is an opaque 1-D uint8 CPU tensor: the bytes of the saved
 // tensor laid out with an explicit dense `stride` (offload_start's), which
@@ -87,13 +89,23 @@ struct State {
     size_t bytes = 0;
     int device = kSim;
   };
+  /// A load prefetch_issue started before its graph's load_start asked.
+  struct Prefetched {
+    at::Tensor bytes; // the destination, as uint8, on the device
+    Pending pending;
+  };
   std::mutex mapMutex;
   std::unordered_map<const void *, Pending> offloads; // by host data ptr
   std::unordered_map<const void *, Pending> loads;    // by dst data ptr
   std::unordered_map<const void *, Block> blocks;     // by host data ptr
+  /// Per forward of a graph that pushed one (prefetch_push), the host
+  /// values whose loads the backward graph before its own may start, in
+  /// forward order; the most recent last.
+  std::vector<std::vector<const void *>> prefetchGroups;
+  std::unordered_map<const void *, Prefetched> prefetched; // by host data ptr
 
   std::atomic<uint64_t> hostWaitNs{0}, hostWaits{0}, syncFallbacks{0},
-      genericLoads{0};
+      genericLoads{0}, prefetchedLoads{0};
   /// CUDA contexts created without timing events (the default).
   std::atomic<uint64_t> untimedCudaContexts{0};
 };
@@ -153,6 +165,28 @@ bool takePending(std::unordered_map<const void *, State::Pending> State::*map,
     return false;
   *out = it->second;
   (s.*map).erase(it);
+  return true;
+}
+
+/// Forgets `host` in the prefetch groups (an empty group goes too) and
+/// takes its started prefetch, if any, into *out. Call with mapMutex held.
+bool forgetPrefetchLocked(const void *host, State::Prefetched *out) {
+  State &s = state();
+  for (auto group = s.prefetchGroups.begin(); group != s.prefetchGroups.end();
+       ++group) {
+    auto it = std::find(group->begin(), group->end(), host);
+    if (it == group->end())
+      continue;
+    group->erase(it);
+    if (group->empty())
+      s.prefetchGroups.erase(group);
+    break;
+  }
+  auto it = s.prefetched.find(host);
+  if (it == s.prefetched.end())
+    return false;
+  *out = std::move(it->second);
+  s.prefetched.erase(it);
   return true;
 }
 
@@ -381,9 +415,12 @@ void releaseHostBlock(offload_rt_context *ctx, offload_rt_host_buffer *buffer,
   State &s = state();
   State::Pending stale;
   bool hadStale = false;
+  State::Prefetched unused;
+  bool hadPrefetch = false;
   {
     std::lock_guard<std::mutex> lock(s.mapMutex);
     s.blocks.erase(data);
+    hadPrefetch = forgetPrefetchLocked(data, &unused);
     auto it = s.offloads.find(data);
     if (it != s.offloads.end()) {
       stale = it->second;
@@ -394,6 +431,9 @@ void releaseHostBlock(offload_rt_context *ctx, offload_rt_host_buffer *buffer,
   if (hadStale)
     discardQuietly(stale, "a host tensor from offload_start died before its "
                           "offload_wait");
+  if (hadPrefetch)
+    discardQuietly(unused.pending, "a host tensor died with its prefetched "
+                                   "load never asked for");
   if (offload_rt_free_host(ctx, buffer) < 0)
     std::fprintf(stderr,
                  "offload_torch_ops: warning: offload_rt_free_host failed: "
@@ -552,6 +592,26 @@ at::Tensor startLoad(const at::Tensor &host, c10::IntArrayRef size,
   if (t.device != kSim)
     guard.emplace(static_cast<c10::DeviceIndex>(t.device));
 
+  State::Prefetched early;
+  bool hadEarly = false;
+  {
+    std::lock_guard<std::mutex> lock(state().mapMutex);
+    hadEarly = forgetPrefetchLocked(host.const_data_ptr(), &early);
+  }
+  if (hadEarly) {
+    if (early.pending.ctx == t.ctx && early.bytes.nbytes() == size_t(bytes) &&
+        early.bytes.device() == dstDevice) {
+      // Started by the backward graph before (prefetch_issue): the
+      // destination is its bytes, laid out as asked.
+      at::Tensor dst = at::empty({0}, at::TensorOptions().dtype(dtype).device(dstDevice));
+      dst.set_(early.bytes.storage(), 0, size, stride);
+      *pending = early.pending;
+      ++state().prefetchedLoads;
+      return dst;
+    }
+    discardQuietly(early.pending, "a prefetched load did not match its load");
+  }
+
   // From PyTorch's caching allocator, on the compute stream: memory that
   // work already enqueued there may still use (the copy waits for it). Dense
   // with `stride`, so its bytes are the span [data_ptr, data_ptr + bytes).
@@ -638,6 +698,60 @@ void loadWait(const at::Tensor &dst, const at::Tensor & /*host*/,
   waitFor(p, op);
 }
 
+/// The host values of one forward whose loads the backward graph before
+/// this graph's own may start (offload.prefetch in the IR): a new group.
+void prefetchPush(at::TensorList hosts) {
+  std::vector<const void *> group;
+  for (const at::Tensor &host : hosts)
+    if (host.numel() > 0)
+      group.push_back(host.const_data_ptr());
+  if (group.empty())
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mapMutex);
+  s.prefetchGroups.push_back(std::move(group));
+}
+
+/// Starts the loads of the most recent group (the graph whose backward runs
+/// next, as backward runs the graphs in the reverse of forward's order) on
+/// the current stream of each block's device; its load_start takes them.
+/// `anchor` only pins the call's place in a graph.
+void prefetchIssue(const at::Tensor & /*anchor*/) {
+  const char *op = "prefetch_issue";
+  State &s = state();
+  std::vector<std::pair<const void *, State::Block>> started;
+  {
+    std::lock_guard<std::mutex> lock(s.mapMutex);
+    if (s.prefetchGroups.empty())
+      return;
+    for (const void *host : s.prefetchGroups.back()) {
+      auto it = s.blocks.find(host);
+      if (it != s.blocks.end() && !s.prefetched.count(host))
+        started.emplace_back(host, it->second);
+    }
+    s.prefetchGroups.pop_back();
+  }
+  for (auto &[host, block] : started) {
+    c10::Device device = block.device == kSim
+                             ? c10::Device(c10::kCPU)
+                             : c10::Device(c10::kCUDA,
+                                           static_cast<c10::DeviceIndex>(block.device));
+    Target t = targetFor(device, op);
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (t.device != kSim)
+      guard.emplace(static_cast<c10::DeviceIndex>(t.device));
+    at::Tensor dst = emptyToOverwrite({static_cast<int64_t>(block.bytes)}, {1},
+                                      at::kByte, device);
+    void *out = nullptr;
+    offload_rt_token *token = nullptr;
+    check(offload_rt_load_start(t.ctx, block.buffer, dst.mutable_data_ptr(),
+                                block.bytes, t.stream, &out, &token),
+          op, "offload_rt_load_start");
+    std::lock_guard<std::mutex> lock(s.mapMutex);
+    s.prefetched[host] = {dst, {t.ctx, token, t.device}};
+  }
+}
+
 } // namespace
 
 // flexible_layout: Inductor passes the operands as they are. Under its
@@ -663,6 +777,8 @@ TORCH_LIBRARY(offload, m) {
         "Device device, Tensor[] after) -> Tensor",
         tags);
   m.def("load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()", tags);
+  m.def("prefetch_push(Tensor[] hosts) -> ()", tags);
+  m.def("prefetch_issue(Tensor anchor) -> ()", tags);
 }
 
 // One implementation for both keys: the tensors' devices pick the backend
@@ -673,6 +789,8 @@ TORCH_LIBRARY_IMPL(offload, CPU, m) {
   m.impl("load", &load);
   m.impl("load_start", &loadStart);
   m.impl("load_wait", &loadWait);
+  m.impl("prefetch_push", &prefetchPush);
+  m.impl("prefetch_issue", &prefetchIssue);
 }
 
 TORCH_LIBRARY_IMPL(offload, CUDA, m) {
@@ -681,6 +799,8 @@ TORCH_LIBRARY_IMPL(offload, CUDA, m) {
   m.impl("load", &load);
   m.impl("load_start", &loadStart);
   m.impl("load_wait", &loadWait);
+  m.impl("prefetch_push", &prefetchPush);
+  m.impl("prefetch_issue", &prefetchIssue);
 }
 
 //===--- C entry points: statistics ---------------------------------------===//
@@ -788,6 +908,7 @@ extern "C" int offload_torch_reset_stats(void) {
   s.hostWaits = 0;
   s.syncFallbacks = 0;
   s.genericLoads = 0;
+  s.prefetchedLoads = 0;
   return result;
 }
 
@@ -806,6 +927,7 @@ extern "C" int offload_torch_get_extra_stats(offload_torch_extra_stats *out,
   out->sync_fallbacks = s.syncFallbacks.load();
   out->generic_loads = s.genericLoads.load();
   out->untimed_cuda_contexts = s.untimedCudaContexts.load();
+  out->prefetched_loads = s.prefetchedLoads.load();
   std::lock_guard<std::mutex> lock(s.mapMutex);
   out->pending_offloads = s.offloads.size();
   out->pending_loads = s.loads.size();

@@ -56,6 +56,8 @@ typedef struct offload_torch_extra_stats {
    * OFFLOAD_RT_TIMING=1 for timed ones): their copy and wait times
    * (offload_rt_stats d2h_ms, h2d_ms, wait_ms) stay 0. */
   uint64_t untimed_cuda_contexts;
+  /* Loads prefetch_issue started that their load_start took. */
+  uint64_t prefetched_loads;
 } offload_torch_extra_stats;
 
 /* Fills *out (size = sizeof(offload_torch_extra_stats), for ABI checks);

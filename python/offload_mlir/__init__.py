@@ -23,6 +23,7 @@ _LAZY = {
     "backend": "bridge",
     "recompute_reference_backend": "bridge",
     "last_report": "bridge",
+    "reports": "bridge",
     "OffloadOptions": "bridge",
     "BridgeWarning": "bridge",
     "NothingOffloadedWarning": "bridge",

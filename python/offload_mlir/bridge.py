@@ -39,7 +39,7 @@ from .ir_plan import PlanReadError, read_step
 from .pin_order import installed_pass
 from .rebuild import RebuildError, rebuild_step
 
-__all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report",
+__all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report", "reports",
            "BridgeWarning", "NothingOffloadedWarning", "registered_backend", "__version__"]
 
 __version__ = "0.2.0"
@@ -162,6 +162,13 @@ class OffloadOptions:
     # the recomputed step, what remains of the joint plan's allowance (the
     # pipeline's max-slowdown). None: the pipeline's default.
     copy_allowance: float | None = None
+    # A model compiled as several graphs (per layer, per block, split by
+    # graph breaks): each graph's first loads may start during the backward
+    # graph that runs before it (backward runs the graphs in the reverse of
+    # forward's order). The pipeline plans the lead and the memory it takes
+    # (`prefetch-lead=auto`, `prefetch-bytes=auto`); the copy ops start those
+    # loads there (ops.prefetch_push, ops.prefetch_issue).
+    prefetch: bool = False
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -176,7 +183,7 @@ class OffloadOptions:
         if isinstance(self.min_bytes, bool) or not isinstance(self.min_bytes, int) \
                 or self.min_bytes < 0:
             raise ValueError(f"min_bytes must be a non-negative int, not {self.min_bytes!r}")
-        for name in ("schedule", "reuse_freed_buffers", "recompute"):
+        for name in ("schedule", "reuse_freed_buffers", "recompute", "prefetch"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         if self.budget is not None:
@@ -295,6 +302,8 @@ class OffloadOptions:
             parts.append("recompute=false")
         if self.copy_allowance is not None:
             parts.append(f"max-slowdown={float(self.copy_allowance)!r}")
+        if self.prefetch:
+            parts.append("prefetch-lead=auto")
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
@@ -352,10 +361,18 @@ def last_report() -> dict[str, Any] | None:
         return _reports[-1] if _reports else None
 
 
+def reports() -> list[dict[str, Any]]:
+    """The reports (as last_report() gives them) of the graphs compiled
+    last, oldest first, up to 64: a model compiled in several graphs (per
+    layer, split by graph breaks or by DDP's buckets) has one per graph."""
+    with _reports_lock:
+        return list(_reports)
+
+
 def _record(report: dict[str, Any]) -> None:
     with _reports_lock:
         _reports.append(report)
-        del _reports[:-16]
+        del _reports[:-64]
 
 
 @functools.lru_cache(maxsize=None)
@@ -744,6 +761,7 @@ def backend(
     reuse_freed_buffers: bool = False,
     inductor_config: Mapping[str, Any] | None = None,
     recompute: bool = True,
+    prefetch: bool = False,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -771,7 +789,10 @@ def backend(
     (the planner may compute cheap saved values again in backward instead of
     saving or offloading them; the partitioner carries that out through
     checkpointing's must-recompute tags, and `last_report()["recomputed"]`
-    names them).
+    names them), and `prefetch` (for a model compiled as several graphs, per
+    layer say: each graph's first loads start during the backward graph that
+    runs before it, over a lead and within memory the pipeline plans;
+    `last_report()["pipeline"]["steps"][0]["prefetch"]` gives them).
     """
     if plan is None:
         plan = "budget" if budget is not None else OffloadOptions.plan
@@ -783,7 +804,7 @@ def backend(
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
         reuse_freed_buffers=reuse_freed_buffers,
         inductor_config=tuple(sorted((inductor_config or {}).items())),
-        recompute=recompute,
+        recompute=recompute, prefetch=prefetch,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

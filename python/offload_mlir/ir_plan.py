@@ -38,6 +38,11 @@ class IrOp:
     # A forward view the pipeline re-applied in backward to a loaded storage
     # (`offload.rebuilt_view`): `node` names the forward FX node.
     rebuilt: bool = False
+    # A load start the backward graph before this one starts
+    # (`offload.prefetch`), and an op before which this graph starts the
+    # next graph's (`offload.prefetch_issue`).
+    prefetch: bool = False
+    prefetch_issue: bool = False
 
 
 @dataclasses.dataclass
@@ -57,9 +62,11 @@ _TRACE = re.compile(r'^trace\.(?:op|view) "([^"]+)"\(([^)]*)\)\s*\{(.*)\}\s*:')
 _NODE = re.compile(r'(?:^|[{,\s])node = "((?:[^"\\]|\\.)*)"')
 _RESULT_NAMES = re.compile(r"result_names = \[([^\]]*)\]")
 _REBUILT = re.compile(r"(?:^|[{,\s])offload\.rebuilt_view(?:$|[,}\s])")
+_PREFETCH = re.compile(r"(?:^|[{,\s])offload\.prefetch(?:$|[,}\s])")
+_PREFETCH_ISSUE = re.compile(r"(?:^|[{,\s])offload\.prefetch_issue(?:$|[,}\s])")
 _COPY = re.compile(
     r"^offload\.(offload_start|load_start|wait|offload_to_cpu|load_to_gpu) "
-    r"(%[\w$.-]+(?:#\d+)?)\s*(?:\{[^}]*\})?\s*:"
+    r"(%[\w$.-]+(?:#\d+)?)\s*(\{[^}]*\})?\s*:"
 )
 
 
@@ -173,12 +180,16 @@ def read_step(ir: str) -> dict[str, IrFunction]:
                 result_names = [s.strip().strip('"') for s in rn.group(1).split(",")]
             current.ops.append(
                 IrOp("trace", results, _SSA.findall(tm.group(2)), node.group(1),
-                     result_names, lineno, rebuilt=_REBUILT.search(attrs) is not None)
+                     result_names, lineno, rebuilt=_REBUILT.search(attrs) is not None,
+                     prefetch_issue=_PREFETCH_ISSUE.search(attrs) is not None)
             )
             continue
         cm = _COPY.match(rest)
         if cm:
-            current.ops.append(IrOp(cm.group(1), results, [cm.group(2)], line=lineno))
+            attrs = cm.group(3) or ""
+            current.ops.append(IrOp(cm.group(1), results, [cm.group(2)], line=lineno,
+                                    prefetch=_PREFETCH.search(attrs) is not None,
+                                    prefetch_issue=_PREFETCH_ISSUE.search(attrs) is not None))
             continue
         raise PlanReadError(f"line {lineno}: cannot map back to FX: {line[:120]}")
     if current is not None:

@@ -15,6 +15,8 @@ Ops (``after`` only pins an op's place in a graph; the values are ignored)::
     load_start(Tensor host, int[] size, int[] stride, ScalarType dtype,
                Device device, Tensor[] after) -> Tensor
     load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()
+    prefetch_push(Tensor[] hosts) -> ()   # a forward's loads to start early
+    prefetch_issue(Tensor anchor) -> ()   # starts the latest pushed group's
 
 The host value is an opaque 1-D ``torch.uint8`` CPU tensor of
 ``numel * itemsize`` bytes: the source's values laid out with offload_start's
@@ -58,6 +60,8 @@ __all__ = [
     "load",
     "load_start",
     "load_wait",
+    "prefetch_push",
+    "prefetch_issue",
 ]
 
 LIB_NAME = "liboffload_torch_ops.so"
@@ -170,6 +174,7 @@ class _ExtraStats(ctypes.Structure):
         ("pending_loads", ctypes.c_uint64),
         ("live_host_blocks", ctypes.c_uint64),
         ("untimed_cuda_contexts", ctypes.c_uint64),
+        ("prefetched_loads", ctypes.c_uint64),
     ]
 
 
@@ -227,8 +232,9 @@ def backend_stats(backend: str) -> Optional[dict]:
 
 def extra_stats() -> dict:
     """What the ops add: sim host-blocked wait time, synchronous fallbacks,
-    generic loads, and pending bookkeeping (offloads and loads not yet
-    waited, live host blocks)."""
+    generic loads, loads started early by prefetch_issue and taken by their
+    load_start, and pending bookkeeping (offloads and loads not yet waited,
+    live host blocks)."""
     lib = _lib()
     out = _ExtraStats()
     if lib.offload_torch_get_extra_stats(ctypes.byref(out), ctypes.sizeof(out)) != 0:
@@ -413,6 +419,16 @@ def _load_wait_fake(dst, host, after):
     return None
 
 
+@torch.library.register_fake("offload::prefetch_push")
+def _prefetch_push_fake(hosts):
+    return None
+
+
+@torch.library.register_fake("offload::prefetch_issue")
+def _prefetch_issue_fake(anchor):
+    return None
+
+
 # The waits return nothing, so every dead-code elimination (FX's
 # eliminate_dead_code, Dynamo's, AOTAutograd's, Inductor's scheduler through
 # FallbackKernel.has_side_effects -> torch._library.utils.is_impure) would
@@ -425,6 +441,8 @@ for _op in (
     torch.ops.offload.load_wait.default,
     torch.ops.offload.offload_start.default,
     torch.ops.offload.load_start.default,
+    torch.ops.offload.prefetch_push.default,
+    torch.ops.offload.prefetch_issue.default,
 ):
     torch.fx.node.has_side_effect(_op)
 del _op
@@ -434,3 +452,5 @@ offload_wait = torch.ops.offload.offload_wait
 load = torch.ops.offload.load
 load_start = torch.ops.offload.load_start
 load_wait = torch.ops.offload.load_wait
+prefetch_push = torch.ops.offload.prefetch_push
+prefetch_issue = torch.ops.offload.prefetch_issue

@@ -43,9 +43,12 @@ except ImportError:  # pragma: no cover - torch older than 2.11
 
 def _offload_ops():
     o = torch.ops.offload
+    # prefetch_issue starts the next graph's loads, waited in that graph.
     starts = {o.offload_start.default: o.offload_wait.default,
-              o.load_start.default: o.load_wait.default}
-    return starts, set(starts) | set(starts.values()) | {o.load.default}
+              o.load_start.default: o.load_wait.default,
+              o.prefetch_issue.default: None}
+    return starts, ((set(starts) | set(starts.values())) - {None}) | {
+        o.load.default, o.prefetch_push.default}
 
 
 def _matmul_like() -> set:

@@ -257,12 +257,15 @@ def _without_view_bits(b: _Builder, src: fx.Node) -> tuple[fx.Node, list]:
 
 
 def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
-                     layouts: dict[str, list[int]], saved_names: list[str]):
+                     layouts: dict[str, list[int]], saved_names: list[str],
+                     prefetched: set[str] = frozenset()):
     """The new forward, the positions (among `saved_names`, the saved values
     the IR keeps) of those offloaded, per offloaded name whose copy is of
     the storage it shares rather than of itself, or of itself without its
     view bits, the value copied, and per name the view ops that set those
-    bits again."""
+    bits again. The host copies of the `prefetched` names (whose loads the
+    backward graph before this one starts) are pushed as one group at the
+    end (ops.prefetch_push)."""
     ops = torch.ops.offload
     b = _Builder(fw, fn)
     b.placeholders({})
@@ -272,6 +275,7 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
     flips: dict[str, list] = {}  # saved name -> view ops setting its bits
     returned: list[str] = []
     copy_names = _saved_name_of_copies(fn, saved_names, num_outputs)
+    early: list[fx.Node] = []
     for op in fn.ops:
         if op.kind == "trace":
             b.copy_node(op)
@@ -296,6 +300,8 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
                 copied[name] = src.meta["val"]
             host = b._call(ops.offload_start.default, (src, layout, []))
             host_of[op.results[0]] = host
+            if name in prefetched:
+                early.append(host)
             source_of[op.results[0]] = src
             if op.kind == "offload_to_cpu":
                 b._call(ops.offload_wait.default, (host, src, []))
@@ -329,6 +335,8 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             if name not in old_saved:
                 raise RebuildError(f"@{fn.name}: saved value {name} is not a forward output")
             final.append(old_saved[name])
+    if early:
+        b._call(ops.prefetch_push.default, (early,))
     gm = b.finish(final)
     return gm, offloaded, copied, flips
 
@@ -361,6 +369,17 @@ def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.T
         b.env[placeholder] = new
 
 
+def _issue_prefetch(b: _Builder, op) -> None:
+    """Starts the next backward graph's prefetched loads before `op`
+    (offload.prefetch_issue), anchored on the first tensor `op` reads, which
+    is live there anyway."""
+    for ssa in op.operands:
+        node = b.ssa.get(ssa)
+        if node is not None and isinstance(node.meta.get("val"), torch.Tensor):
+            b._call(torch.ops.offload.prefetch_issue.default, (node,))
+            return
+
+
 def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
                       traced: dict[str, torch.Tensor], copied: dict[str, torch.Tensor],
                       layouts: dict[str, list[int]], dropped: set[str],
@@ -370,6 +389,8 @@ def _rebuild_backward(bw: fx.GraphModule, fw: fx.GraphModule, fn: IrFunction,
     b.placeholders({name: copied[name] for name in fn.host_args}, dropped)
     loads: dict[str, tuple[fx.Node, fx.Node]] = {}  # future -> (dst, host)
     for op in fn.ops:
+        if op.prefetch_issue:
+            _issue_prefetch(b, op)
         if op.kind == "trace" and op.rebuilt:
             _rebuild_view(b, fw, op, traced)
         elif op.kind == "trace":
@@ -454,8 +475,11 @@ def rebuild_step(
     # travel in a shared copy.
     saved_names = [fw_name_of.get(n, n) for n in _ir_saved_names(bw_fn, num_saved)]
     dropped = {s.name for s in saved} - set(saved_names)
+    # The saved values whose loads the backward graph before starts.
+    prefetched = {bw_fn.arg_names.get(op.operands[0]) for op in bw_fn.ops
+                  if op.prefetch and op.kind == "load_start"}
     new_fw, offloaded, copied, flips = _rebuild_forward(
-        fw, functions["forward"], num_fwd_outputs, layouts, saved_names)
+        fw, functions["forward"], num_fwd_outputs, layouts, saved_names, prefetched)
     names = [saved_names[i] for i in offloaded]
     renamed = [n for n in names if bw_name_of.get(n, n) != n]
     if renamed:

@@ -50,9 +50,16 @@ name of a row set stands for its rows, below):
                            `amb=` setting Inductor's recompute budget
                            (activation_memory_budget); `checkpoint=1` runs the
                            per-layer checkpointed model of checkpoint-compile
-                           through it, `checkpoint=sac` sac-compile's
+                           through it, `checkpoint=sac` sac-compile's;
+                           `per-layer=1` compiles each decoder layer on its
+                           own, as compile:per-layer=1, with each layer's first
+                           loads started during the backward of the layer
+                           after it (backend(prefetch=True); `across=0`: each
+                           layer planned alone)
     compile:amb=X          torch.compile with that recompute budget alone (also
                            checkpoint-compile:amb=X, sac-compile:amb=X)
+    compile:per-layer=1    each decoder layer compiled on its own (as torchtitan
+                           does), embedding, norm, head and loss eager
     ...:partition.NAME=V   (compile, checkpoint-compile, sac-compile and offload-mlir
                            rows) torch._functorch.config.NAME for the row's
                            partitioner, e.g.

@@ -49,10 +49,10 @@ class Row:
     @property
     def compiler_options(self) -> dict[str, str]:
         """What changes the partition or the generated code, so which kernels
-        run: `amb=` and the `partition.NAME=` and `inductor.NAME=` settings,
-        as given."""
+        run: `amb=`, `per-layer=` and the `partition.NAME=` and
+        `inductor.NAME=` settings, as given."""
         return {k: v for k, v in self.options.items()
-                if k == "amb" or k.startswith(CONFIG_PREFIXES)}
+                if k in ("amb", "per-layer") or k.startswith(CONFIG_PREFIXES)}
 
     @property
     def checkpointing(self) -> str | None:
@@ -111,7 +111,7 @@ INDUCTOR_FAMILIES = ("compile", "checkpoint-compile", "sac-compile")
 _FAMILIES = {
     # name: (compiled, needs CUDA, options it takes)
     "eager": (False, False, ()),
-    "compile": (True, False, ("amb",)),
+    "compile": (True, False, ("amb", "per-layer")),
     "checkpoint": (False, False, ()),
     "checkpoint-compile": (True, False, ("amb",)),
     "sac-compile": (True, False, ("amb",)),
@@ -121,7 +121,7 @@ _FAMILIES = {
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
                                    "load_lead", "profile", "reuse_freed_buffers",
-                                   "checkpoint")),
+                                   "checkpoint", "per-layer", "across")),
     # The peers' own packages (python/benchmarks/peer_wheels.sh); each row
     # says itself why where it cannot run.
     "deepspeed-cpu-ckpt": (False, False, ("partition",)),
@@ -175,14 +175,33 @@ def parse_row(spec: str) -> Row:
         elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
             raise ValueError(f"row {spec!r}: checkpoint= takes "
                              f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
-        elif key == "partition" and value.lower() not in ("0", "1", "true", "false"):
-            raise ValueError(f"row {spec!r}: partition= takes 0 or 1, not {value!r}")
+        elif key in ("partition", "per-layer", "across") and value.lower() not in (
+                "0", "1", "true", "false"):
+            raise ValueError(f"row {spec!r}: {key}= takes 0 or 1, not {value!r}")
         options[key] = value
     return Row(spec, family, compiled, options, needs_cuda)
 
 
 def _compiled_backend(row: Row):
     return _offload_mlir_backend(row) if row.family == "offload-mlir" else "inductor"
+
+
+def _flag(row: Row, key: str, default: str = "0") -> bool:
+    return row.options.get(key, default).lower() in ("1", "true")
+
+
+def compile_model(torch, model, row: Row):
+    """torch.compile of the row's LlamaLM with the row's backend: the whole
+    model, or with `per-layer=1` each decoder layer on its own (as torchtitan
+    compiles; the embedding, final norm, head and loss stay eager). Returns
+    what a step calls with (tokens, targets)."""
+    backend = _compiled_backend(row)
+    if not _flag(row, "per-layer"):
+        return torch.compile(model, backend=backend, dynamic=False)
+    layers = model.stack.layers
+    for i, layer in enumerate(layers):
+        layers[i] = torch.compile(layer, backend=backend, dynamic=False)
+    return model
 
 
 def _config_module(prefix: str):
@@ -309,6 +328,10 @@ def _offload_mlir_backend(row: Row):
         kw["partitioner_config"] = config
     if config := _row_config(row, INDUCTOR_PREFIX):
         kw["inductor_config"] = config
+    if _flag(row, "per-layer"):
+        # Each layer's first loads start during the backward of the layer
+        # after it (across=0: each layer's graph planned alone).
+        kw["prefetch"] = _flag(row, "across", "1")
     return offload_mlir.backend(**kw)
 
 
@@ -337,8 +360,7 @@ def compiled_cuda_rows(config: str, rows: list[Row]):
         model = models.LlamaLM(llama, cfg["layers"], cfg["seq"], cfg["vocab"], device="cuda",
                                dtype=dtype)
         checkpoint_layers(model, row.checkpointing)
-        compiled.append((model, torch.compile(model, backend=_compiled_backend(row),
-                                              dynamic=False)))
+        compiled.append((model, compile_model(torch, model, row)))
     tokens = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1),
                            generator=torch.Generator().manual_seed(1)).cuda()
     return compiled, tokens

@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from .rows import (
-    INDUCTOR_FAMILIES, Row, _compiled_backend, _mark_all_for_offload,
-    _set_process_compiler_config, checkpoint_layers, parse_row)
+    INDUCTOR_FAMILIES, Row, _mark_all_for_offload, _set_process_compiler_config,
+    checkpoint_layers, compile_model, parse_row)
 from .offloaders import (
     LayerGroupOffloader, _deepspeed_cpu_checkpointing, _megatron_fine_grained_offloading,
     _thunder_cpu_offloading, _torchtune_offloader)
@@ -102,7 +102,7 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
         def forward(tokens, targets):
             return jitted(tokens, targets)
     elif row.compiled:
-        compiled = torch.compile(model, backend=_compiled_backend(row), dynamic=False)
+        compiled = compile_model(torch, model, row)
 
         def forward(tokens, targets):
             return compiled(tokens, targets)
@@ -199,7 +199,9 @@ def run_row(args: argparse.Namespace, row: Row) -> dict:
             # gives the exposed copy time instead.
             "exposed_wait_seconds": (None if rt["exposed_wait_seconds"] is None
                                      else rt["exposed_wait_seconds"] / n),
-            "pinned_peak_bytes": rt["pinned_peak_bytes"]}
+            "pinned_peak_bytes": rt["pinned_peak_bytes"],
+            # per-layer=1: loads the backward of the layer after started.
+            "prefetched_loads": rt["prefetched_loads"] / n}
         rep = offload_mlir.last_report() or {}
         result["fallback"] = rep.get("fallback")
         result["offloaded"] = len(rep.get("offloaded") or [])
@@ -293,8 +295,7 @@ def run_paired(args: argparse.Namespace, row_a: Row, row_b: Row) -> dict:
         checkpoint_layers(model, row.checkpointing)
         opt = (torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
                if args.optimizer == "adamw" else None)
-        steps.append((model, torch.compile(model, backend=_compiled_backend(row),
-                                           dynamic=False), opt))
+        steps.append((model, compile_model(torch, model, row), opt))
     g = torch.Generator().manual_seed(1)
     data = [torch.randint(0, args.vocab, (args.batch, args.seq + 1), generator=g).to(device)
             for _ in range(2)]

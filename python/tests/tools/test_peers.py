@@ -155,6 +155,32 @@ def test_cpu_rows_train_and_compare(tmp_path):
     assert merged.with_suffix(".png").stat().st_size > 10_000
 
 
+def test_per_layer_rows_compare_with_per_layer_compile():
+    row = peer_rows.parse_row("offload-mlir:per-layer=1:amb=0.5")
+    assert row.grad_baseline == "compile:per-layer=1:amb=0.5"
+    assert peer_rows.parse_row("offload-mlir:per-layer=1:across=0").options["across"] == "0"
+    for bad in ("compile:per-layer=2", "offload-mlir:across=maybe", "eager:per-layer=1"):
+        with pytest.raises(ValueError):
+            peer_rows.parse_row(bad)
+
+
+@pytest.mark.usefixtures("offload_mlir")
+def test_per_layer_rows_train_with_loads_started_in_the_layer_after(tmp_path):
+    out = tmp_path / "per-layer"
+    rows = "compile:per-layer=1,offload-mlir:per-layer=1:plan=all:min_bytes=0"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
+         "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.with_suffix(".json").read_text())
+    r = {r["row"]: r for r in doc["results"]}["offload-mlir:per-layer=1:plan=all:min_bytes=0"]
+    assert r["grad_baseline"] == "compile:per-layer=1"
+    assert r["vs_baseline"]["grads_identical"], r["vs_baseline"]
+    moved = r["runtime_per_step"]
+    assert moved["d2h_bytes"] > 0 and moved["prefetched_loads"] > 0
+
+
 @pytest.mark.usefixtures("offload_mlir")
 def test_optimizer_runs_measure_forward_and_backward_beside_the_prediction(tmp_path):
     """With AdamW the planner still predicts forward and backward only: the
