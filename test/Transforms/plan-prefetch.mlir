@@ -35,6 +35,13 @@
 // REPORT-NEXT:   "loads": 1
 // REPORT-NEXT: },
 
+// The step holds the next graph's loads over its own tail: with room for
+// 20000 bytes, the last exp (12000 live) peaks at 32000, above forward's
+// 16000.
+// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden device-profile=%S/Inputs/slow-link.json prefetch-lead=1e-5 prefetch-bytes=20000 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HOLD
+// HOLD: peak device memory 31.2 KiB -> 31.2 KiB
+// HOLD: peak with offload: at 44.0 us into the step, @backward #4 math.exp
+
 // prefetch-lead=auto plans the lead: the step peaks at 16000 bytes, the last
 // 8 us of backward (the last exp) hold at most 12000, so 4000 are free
 // there, as many as the link carries in 4 us; a longer tail leaves no more
