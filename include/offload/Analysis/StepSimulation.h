@@ -76,12 +76,13 @@ struct ExecutionModel {
   /// point move as one transfer (StepModel::coalesceCopies); 0: never.
   int64_t coalesceBelow = 0;
   /// A step compiled as one of several graphs, whose backward graphs run
-  /// one after the other (docs/cost-model.md#prefetch): the loads issued at
-  /// the start of backward may run this many seconds earlier, at the end of
-  /// the backward graph before, while their bytes fit `prefetchBytes`
-  /// (StepModel::getPrefetchedLoads); and over the last `prefetchLead`
-  /// seconds of its own backward the step holds `prefetchBytes` more, the
-  /// next graph's loads started there (StepModel::getPrefetchIssue).
+  /// one after the other (docs/cost-model.md#prefetch-across-graphs): the
+  /// loads issued at the start of backward may run this many seconds
+  /// earlier, at the end of the backward graph before, while their bytes fit
+  /// `prefetchBytes` (StepModel::getPrefetchedLoads); and over the last
+  /// `prefetchLead` seconds of its own backward the step holds
+  /// `prefetchBytes` more, the next graph's loads started there
+  /// (StepModel::getPrefetchIssue).
   /// 0: none.
   double prefetchLead = 0;
   /// StepModel::build chooses the lead: the one that moves the most bytes.
