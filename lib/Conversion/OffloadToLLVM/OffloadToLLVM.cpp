@@ -83,28 +83,138 @@ const RuntimeFunction kLoadGroupStart = {
     {RuntimeFunction::I64, RuntimeFunction::Ptr, RuntimeFunction::Ptr,
      RuntimeFunction::Ptr, RuntimeFunction::Ptr}};
 
+/// The LLVM type of a runtime function's argument or result.
+Type getRuntimeType(MLIRContext *ctx, RuntimeFunction::Kind kind) {
+  switch (kind) {
+  case RuntimeFunction::Ptr:
+    return LLVM::LLVMPointerType::get(ctx);
+  case RuntimeFunction::I64:
+    return IntegerType::get(ctx, 64);
+  case RuntimeFunction::Void:
+    return LLVM::LLVMVoidType::get(ctx);
+  }
+  llvm_unreachable("unknown runtime type");
+}
+
+LLVM::LLVMFunctionType getRuntimeFunctionType(MLIRContext *ctx,
+                                              const RuntimeFunction &fn) {
+  SmallVector<Type> argTypes = llvm::map_to_vector(
+      fn.args, [&](RuntimeFunction::Kind kind) {
+        return getRuntimeType(ctx, kind);
+      });
+  return LLVM::LLVMFunctionType::get(getRuntimeType(ctx, fn.result),
+                                     argTypes);
+}
+
+const RuntimeFunction *const kRuntimeFunctions[] = {
+    &kComputeStream, &kOffloadStart,      &kHostData,
+    &kLoadStart,     &kWait,              &kReleaseSource,
+    &kFreeHost,      &kOffloadGroupStart, &kLoadGroupStart};
+
+/// Checks, before a pattern rewrites `op`, that the runtime functions it
+/// may call can be declared in the enclosing module: the module exists, and
+/// each name is free or already an `llvm.func` of the runtime's type. Emits
+/// the error at `op` otherwise (with a note at the clashing symbol).
+LogicalResult checkRuntimeDeclarations(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' outside a module: the runtime functions it "
+                              "calls are declared in the module";
+  for (const RuntimeFunction *fn : kRuntimeFunctions) {
+    Operation *existing = SymbolTable::lookupSymbolIn(module, fn->name);
+    if (!existing)
+      continue;
+    LLVM::LLVMFunctionType expected =
+        getRuntimeFunctionType(op->getContext(), *fn);
+    auto func = dyn_cast<LLVM::LLVMFuncOp>(existing);
+    if (func && func.getFunctionType() == expected)
+      continue;
+    InFlightDiagnostic diag =
+        op->emitError() << "cannot lower '" << op->getName()
+                        << "': the runtime function '" << fn->name
+                        << "' is already declared as something else; the "
+                           "lowering calls it as an 'llvm.func' of type "
+                        << expected;
+    diag.attachNote(existing->getLoc()) << "declared here";
+    return diag;
+  }
+  return success();
+}
+
+/// Calls `fn`; checkRuntimeDeclarations made sure it can be declared.
 Value callRuntime(ConversionPatternRewriter &rewriter, Operation *op,
                   const RuntimeFunction &fn, ValueRange args) {
-  MLIRContext *ctx = rewriter.getContext();
-  auto toType = [&](RuntimeFunction::Kind kind) -> Type {
-    switch (kind) {
-    case RuntimeFunction::Ptr:
-      return LLVM::LLVMPointerType::get(ctx);
-    case RuntimeFunction::I64:
-      return IntegerType::get(ctx, 64);
-    case RuntimeFunction::Void:
-      return LLVM::LLVMVoidType::get(ctx);
-    }
-    llvm_unreachable("unknown runtime type");
-  };
-  SmallVector<Type> argTypes = llvm::map_to_vector(fn.args, toType);
-  Type resultType = toType(fn.result);
+  LLVM::LLVMFunctionType type = getRuntimeFunctionType(op->getContext(), fn);
   auto module = op->getParentOfType<ModuleOp>();
-  FailureOr<LLVM::LLVMFuncOp> func = LLVM::lookupOrCreateFn(
-      rewriter, module, fn.name, argTypes, resultType);
-  assert(succeeded(func) && "runtime function declared with another type");
+  FailureOr<LLVM::LLVMFuncOp> func =
+      LLVM::lookupOrCreateFn(rewriter, module, fn.name, type.getParams(),
+                             type.getReturnType());
+  if (failed(func))
+    llvm::report_fatal_error("offload_rt function declared with another "
+                             "type after checkRuntimeDeclarations");
   auto call = LLVM::CallOp::create(rewriter, op->getLoc(), *func, args);
   return fn.result == RuntimeFunction::Void ? Value() : call.getResult();
+}
+
+/// The buffer type an operand or result of a copy stands for: a memref, or
+/// the memref of a future; null on tensors.
+MemRefType getBufferType(Type type) {
+  if (auto future = dyn_cast<FutureLikeType>(type))
+    type = future.getValueType();
+  return dyn_cast<MemRefType>(type);
+}
+
+/// True for the memory spaces the lowering handles: none, `0`, or
+/// `#offload.host` (which becomes 0). offload_rt takes and returns generic
+/// pointers, so a buffer in another address space would need casts the
+/// lowering does not make.
+bool hasLowerableMemorySpace(MemRefType type) {
+  Attribute space = type.getMemorySpace();
+  if (auto integer = dyn_cast_or_null<IntegerAttr>(space))
+    return integer.getValue().isZero();
+  return !space || isa<HostMemoryAttr>(space);
+}
+
+/// Checks that `op`, an offload op, can be lowered; emits the error at the op
+/// otherwise.
+LogicalResult checkLowerable(Operation *op) {
+  bool onTensors = llvm::any_of(op->getResultTypes(), [](Type type) {
+    if (auto future = dyn_cast<FutureLikeType>(type))
+      type = future.getValueType();
+    return isa<TensorType>(type);
+  });
+  if (onTensors)
+    return op->emitError() << "cannot lower '" << op->getName()
+                           << "' on tensors; run one-shot-bufferize first";
+  // The runtime copies `bytes` from the source's start: only a contiguous
+  // source is copied right (the verifier checks it too; this also guards
+  // other users of the patterns, as isConvertibleAndHasIdentityMaps does
+  // upstream).
+  if (isa<OffloadBufferOp, OffloadStartOp, OffloadGroupStartOp>(op))
+    for (Type type : op->getOperandTypes())
+      if (auto source = dyn_cast<MemRefType>(type);
+          source && !isContiguousMemRef(source))
+        return op->emitError() << "cannot lower '" << op->getName()
+                               << "': source " << source
+                               << " is not contiguous";
+  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
+                                            op->getResultTypes())) {
+    MemRefType buffer = getBufferType(type);
+    if (buffer && failed(verifyHostBufferLayout(op, buffer)))
+      return failure();
+    if (buffer && !getElementStorageBytes(buffer.getElementType()))
+      return op->emitError()
+             << "cannot lower '" << op->getName() << "': the storage size of "
+             << buffer.getElementType() << " elements is not known";
+    if (buffer && !hasLowerableMemorySpace(buffer))
+      return op->emitError()
+             << "cannot lower '" << op->getName() << "': memory space "
+             << buffer.getMemorySpace() << " of " << buffer
+             << " is not address space 0 (offload_rt takes and returns "
+                "generic pointers); map it to 0 first";
+  }
+  return success();
 }
 
 /// The buffer a copy produces: its result, or the value of its future.
@@ -178,9 +288,9 @@ public:
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
-    auto sourceType = dyn_cast<MemRefType>(op.getSource().getType());
-    if (!sourceType)
-      return rewriter.notifyMatchFailure(op, "not bufferized");
+    if (failed(checkLowerable(op)) || failed(checkRuntimeDeclarations(op)))
+      return failure();
+    auto sourceType = cast<MemRefType>(op.getSource().getType());
     auto resultType = cast<MemRefType>(getCopyResultType(op));
     MemRefDescriptor source(adaptor.getSource());
     FailureOr<CopyGeometry> geometry =
@@ -269,6 +379,8 @@ public:
   LogicalResult
   matchAndRewrite(GroupOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
+    if (failed(checkLowerable(op)) || failed(checkRuntimeDeclarations(op)))
+      return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
@@ -283,9 +395,7 @@ public:
     SmallVector<Member> members;
     for (auto [source, converted, future] : llvm::zip_equal(
              op.getSources(), adaptor.getSources(), op.getFutures())) {
-      auto sourceType = dyn_cast<MemRefType>(source.getType());
-      if (!sourceType)
-        return rewriter.notifyMatchFailure(op, "not bufferized");
+      auto sourceType = cast<MemRefType>(source.getType());
       auto resultType = cast<MemRefType>(
           cast<FutureLikeType>(future.getType()).getValueType());
       MemRefDescriptor descriptor(converted);
@@ -307,6 +417,10 @@ public:
     int64_t n = members.size();
     Value count = LLVM::ConstantOp::create(rewriter, loc, i64,
                                            rewriter.getI64IntegerAttr(n));
+    // The arrays live only until the call has filled the outputs: the stack
+    // is restored after they are read, so a group in a loop body does not
+    // grow the stack with every iteration.
+    Value stackPointer = LLVM::StackSaveOp::create(rewriter, loc, ptrType);
     auto stackArray = [&](Type element) -> Value {
       return LLVM::AllocaOp::create(rewriter, loc, ptrType, element, count);
     };
@@ -329,10 +443,14 @@ public:
     callRuntime(rewriter, op, kOffload ? kOffloadGroupStart : kLoadGroupStart,
                 {count, pointers, sizes, stream, outputs});
 
+    SmallVector<Value> outputValues;
+    for (int64_t i = 0; i < n; ++i)
+      outputValues.push_back(LLVM::LoadOp::create(rewriter, loc, ptrType,
+                                                  slot(outputs, ptrType, i)));
+    LLVM::StackRestoreOp::create(rewriter, loc, stackPointer);
+
     SmallVector<Value> results;
-    for (auto [i, member] : llvm::enumerate(members)) {
-      Value output =
-          LLVM::LoadOp::create(rewriter, loc, ptrType, slot(outputs, ptrType, i));
+    for (auto [member, output] : llvm::zip_equal(members, outputValues)) {
       Value allocated = output, aligned = output;
       if constexpr (kOffload) {
         if (op.getReleaseSource())
@@ -360,9 +478,9 @@ public:
   LogicalResult
   matchAndRewrite(WaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto bufferType = dyn_cast<MemRefType>(op.getResult().getType());
-    if (!bufferType)
-      return rewriter.notifyMatchFailure(op, "not bufferized");
+    if (failed(checkLowerable(op)) || failed(checkRuntimeDeclarations(op)))
+      return failure();
+    auto bufferType = cast<MemRefType>(op.getResult().getType());
     if (!getTypeConverter()->convertType(bufferType))
       return rewriter.notifyMatchFailure(op, "memref type not convertible");
     if (isHostMemRefType(bufferType)) {
@@ -393,6 +511,8 @@ public:
                   ConversionPatternRewriter &rewriter) const override {
     if (!isHostMemRefType(op.getMemref().getType()))
       return rewriter.notifyMatchFailure(op, "not a host buffer");
+    if (failed(checkRuntimeDeclarations(op)))
+      return failure();
     Value handle = MemRefDescriptor(adaptor.getMemref())
                        .allocatedPtr(rewriter, op.getLoc());
     callRuntime(rewriter, op, kFreeHost, {handle});
@@ -460,66 +580,6 @@ static void eraseHostMemorySpace(Operation *op) {
                                         /*replaceTypes=*/true);
 }
 
-/// The buffer type an operand or result of a copy stands for: a memref, or
-/// the memref of a future; null on tensors.
-static MemRefType getBufferType(Type type) {
-  if (auto future = dyn_cast<FutureLikeType>(type))
-    type = future.getValueType();
-  return dyn_cast<MemRefType>(type);
-}
-
-/// True for the memory spaces the lowering handles: none, `0`, or
-/// `#offload.host` (which becomes 0). offload_rt takes and returns generic
-/// pointers, so a buffer in another address space would need casts the
-/// lowering does not make.
-static bool hasLowerableMemorySpace(MemRefType type) {
-  Attribute space = type.getMemorySpace();
-  if (auto integer = dyn_cast_or_null<IntegerAttr>(space))
-    return integer.getValue().isZero();
-  return !space || isa<HostMemoryAttr>(space);
-}
-
-/// Checks that `op`, an offload op, can be lowered; emits the error at the op
-/// otherwise.
-static LogicalResult checkLowerable(Operation *op) {
-  bool onTensors = llvm::any_of(op->getResultTypes(), [](Type type) {
-    if (auto future = dyn_cast<FutureLikeType>(type))
-      type = future.getValueType();
-    return isa<TensorType>(type);
-  });
-  if (onTensors)
-    return op->emitError() << "cannot lower '" << op->getName()
-                           << "' on tensors; run one-shot-bufferize first";
-  // The runtime copies `bytes` from the source's start: only a contiguous
-  // source is copied right (the verifier checks it too; this also guards
-  // other users of the patterns, as isConvertibleAndHasIdentityMaps does
-  // upstream).
-  if (isa<OffloadBufferOp, OffloadStartOp, OffloadGroupStartOp>(op))
-    for (Type type : op->getOperandTypes())
-      if (auto source = dyn_cast<MemRefType>(type);
-          source && !isContiguousMemRef(source))
-        return op->emitError() << "cannot lower '" << op->getName()
-                               << "': source " << source
-                               << " is not contiguous";
-  for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
-                                            op->getResultTypes())) {
-    MemRefType buffer = getBufferType(type);
-    if (buffer && failed(verifyHostBufferLayout(op, buffer)))
-      return failure();
-    if (buffer && !getElementStorageBytes(buffer.getElementType()))
-      return op->emitError()
-             << "cannot lower '" << op->getName() << "': the storage size of "
-             << buffer.getElementType() << " elements is not known";
-    if (buffer && !hasLowerableMemorySpace(buffer))
-      return op->emitError()
-             << "cannot lower '" << op->getName() << "': memory space "
-             << buffer.getMemorySpace() << " of " << buffer
-             << " is not address space 0 (offload_rt takes and returns "
-                "generic pointers); map it to 0 first";
-  }
-  return success();
-}
-
 namespace {
 struct ConvertOffloadToLLVM
     : public offload::impl::ConvertOffloadToLLVMBase<ConvertOffloadToLLVM> {
@@ -529,8 +589,10 @@ struct ConvertOffloadToLLVM
     WalkResult refused = getOperation().walk([](Operation *op) {
       if (!isa_and_nonnull<OffloadDialect>(op->getDialect()))
         return WalkResult::advance();
-      return failed(checkLowerable(op)) ? WalkResult::interrupt()
-                                        : WalkResult::advance();
+      return failed(checkLowerable(op)) ||
+                     failed(checkRuntimeDeclarations(op))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
     });
     if (refused.wasInterrupted())
       return signalPassFailure();

@@ -201,6 +201,7 @@ func.func @free_strided_host(%h: memref<4xf32, strided<[1], offset: ?>, #offload
 // token waited by its own wait).
 // CHECK-LABEL: func @groups
 // CHECK: %[[N:.*]] = llvm.mlir.constant(2 : i64) : i64
+// CHECK: %[[SP:.*]] = llvm.intr.stacksave : !llvm.ptr
 // CHECK: %[[PTRS:.*]] = llvm.alloca %[[N]] x !llvm.ptr
 // CHECK: %[[SIZES:.*]] = llvm.alloca %[[N]] x i64
 // CHECK: %[[OUT:.*]] = llvm.alloca %[[N]] x !llvm.ptr
@@ -208,15 +209,17 @@ func.func @free_strided_host(%h: memref<4xf32, strided<[1], offset: ?>, #offload
 // CHECK: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
 // CHECK-NEXT: llvm.call @offload_rt_mlir_offload_group_start(%[[N]], %[[PTRS]], %[[SIZES]], %[[S]], %[[OUT]]) : (i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: %[[H0:.*]] = llvm.load
+// CHECK: %[[H1:.*]] = llvm.load
+// CHECK: llvm.intr.stackrestore %[[SP]]
 // CHECK: llvm.call @offload_rt_mlir_release_source(%[[H0]],
 // CHECK: llvm.call @offload_rt_mlir_host_data(%[[H0]])
-// CHECK: %[[H1:.*]] = llvm.load
 // CHECK: llvm.call @offload_rt_mlir_release_source(%[[H1]],
 // CHECK: llvm.call @offload_rt_mlir_host_data(%[[H1]])
 // CHECK: llvm.call @offload_rt_mlir_load_group_start(
 // CHECK: %[[T0:.*]] = llvm.load
-// CHECK: llvm.insertvalue %[[T0]], %{{.*}}[0]
 // CHECK: %[[T1:.*]] = llvm.load
+// CHECK: llvm.intr.stackrestore
+// CHECK: llvm.insertvalue %[[T0]], %{{.*}}[0]
 // CHECK: llvm.insertvalue %[[T1]], %{{.*}}[0]
 // CHECK-COUNT-2: llvm.call @offload_rt_mlir_wait(
 // CHECK-COUNT-2: llvm.call @offload_rt_mlir_free_host
@@ -232,4 +235,32 @@ func.func @groups(%a: memref<4xf32>, %b: memref<2x8xbf16>) -> (memref<4xf32>, me
   memref.dealloc %ha : memref<4xf32, #offload.host>
   memref.dealloc %hb : memref<2x8xbf16, #offload.host>
   return %la, %lb : memref<4xf32>, memref<2x8xbf16>
+}
+
+// -----
+
+// A group in a loop body keeps the stack flat: its arrays are freed again
+// (stackrestore) before the iteration ends.
+// CHECK-LABEL: func @group_in_loop_restores_stack
+// CHECK: scf.for
+// CHECK: %[[SP:.*]] = llvm.intr.stacksave : !llvm.ptr
+// CHECK-COUNT-3: llvm.alloca
+// CHECK: llvm.call @offload_rt_mlir_load_group_start(
+// CHECK: llvm.intr.stackrestore %[[SP]] : !llvm.ptr
+// CHECK: offload_rt_mlir_wait
+// CHECK: offload_rt_mlir_wait
+// CHECK-NEXT: llvm.insertvalue
+// CHECK-NEXT: llvm.insertvalue
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @group_in_loop_restores_stack(%ha: memref<4xf32, #offload.host>, %hb: memref<4xf32, #offload.host>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %g:2 = offload.load_group_start %ha, %hb : memref<4xf32, #offload.host>, memref<4xf32, #offload.host>
+        -> !offload.buffer_future<memref<4xf32>>, !offload.buffer_future<memref<4xf32>>
+    %la = offload.wait %g#0 : !offload.buffer_future<memref<4xf32>>
+    %lb = offload.wait %g#1 : !offload.buffer_future<memref<4xf32>>
+  }
+  return
 }
