@@ -170,7 +170,7 @@ func.func @release_round_trip(%d: memref<4xf32>, %e: memref<4xf32>) -> memref<4x
 // -----
 
 func.func @source_used_after(%d: memref<4xf32>) -> f32 {
-  // expected-error @+1 {{consumes its source, which is used after it}}
+  // expected-error @+1 {{consumes its source, whose storage is used after it}}
   %h = offload.offload_buffer %d : memref<4xf32> -> memref<4xf32, #offload.host>
   %c0 = arith.constant 0 : index
   // expected-note @+1 {{later use here}}
@@ -181,7 +181,7 @@ func.func @source_used_after(%d: memref<4xf32>) -> f32 {
 // -----
 
 func.func @start_source_used_after(%d: memref<4xf32>) -> memref<4xf32> {
-  // expected-error @+1 {{consumes its source, which is used after it}}
+  // expected-error @+1 {{consumes its source, whose storage is used after it}}
   %f = offload.offload_start %d : memref<4xf32> -> !offload.buffer_future<memref<4xf32, #offload.host>>
   %h = offload.wait %f : !offload.buffer_future<memref<4xf32, #offload.host>>
   // expected-note @+1 {{later use here}}

@@ -81,3 +81,29 @@ func.func @wait_bufferized_start_not_yet(%s: tensor<4x8xbf16, #offload.host>) ->
   %l = offload.wait %b : !offload.buffer_future<memref<4x8xbf16>>
   return %l : memref<4x8xbf16>
 }
+
+// -----
+
+// A training step bufferized partially: the host argument of backward
+// reaches its load through `bufferization.to_buffer` into host memory, a
+// cast the step's contract lets read a host value (it renames it).
+// CHECK-LABEL: func @partial_step_backward
+// CHECK: offload.load_start %{{.*}} : memref<4xf32, #offload.host>
+// PARTIAL-LABEL: func @partial_step_backward
+// PARTIAL: %[[B:.*]] = bufferization.to_buffer %{{.*}} : tensor<4xf32, #offload.host> to memref<4xf32, #offload.host>
+// PARTIAL: offload.load_start %[[B]] : memref<4xf32, #offload.host>
+func.func @partial_step_forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32, #offload.host>)
+    attributes {offload.backward = @partial_step_backward, offload.num_outputs = 1 : i64} {
+  %e = tensor.empty() : tensor<4xf32>
+  %a = linalg.exp ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %f = offload.offload_start %a : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
+  %h = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
+  return %x, %h : tensor<4xf32>, tensor<4xf32, #offload.host>
+}
+func.func @partial_step_backward(%s: tensor<4xf32, #offload.host>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  %f = offload.load_start %s : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32>>
+  %l = offload.wait %f : !offload.future<tensor<4xf32>>
+  %e = tensor.empty() : tensor<4xf32>
+  %m = linalg.mul ins(%l, %g : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %m : tensor<4xf32>
+}

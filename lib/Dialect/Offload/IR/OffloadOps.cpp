@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -142,6 +143,33 @@ static FailureOr<unsigned> verifyFutureUses(Operation *op, Value future) {
   return waits;
 }
 
+/// A future no start of this dialect made (a block argument, or the result
+/// of another op) is waited at most once too; the starts count their own
+/// futures' waits (verifyFutureUses).
+LogicalResult WaitOp::verify() {
+  Value future = getFuture();
+  while (Operation *def = future.getDefiningOp()) {
+    if (!isFutureCast(def))
+      break;
+    future = def->getOperand(0);
+  }
+  if (getStartedCopySource(future))
+    return success();
+  unsigned waits = 0;
+  SmallVector<Value> forwarded = {future};
+  while (!forwarded.empty())
+    for (Operation *user : forwarded.pop_back_val().getUsers()) {
+      if (isFutureCast(user))
+        forwarded.push_back(user->getResult(0));
+      else if (isa<WaitOp>(user))
+        ++waits;
+    }
+  if (waits > 1)
+    return emitOpError() << "waits a future that is waited " << waits
+                         << " times: every copy is waited at most once";
+  return success();
+}
+
 LogicalResult mlir::offload::verifyContiguousSource(Operation *op,
                                                     Type source) {
   auto buffer = dyn_cast<MemRefType>(source);
@@ -184,6 +212,64 @@ void OffloadStartOp::getEffects(
   getOffloadStartEffects(getFuture(), getSourceMutable(), effects);
 }
 
+/// The buffer whose storage `buffer` is a view of, through the view ops
+/// (ViewLikeOpInterface) that define it; `buffer` itself if it is no view.
+static Value getStorageRoot(Value buffer) {
+  while (auto view = buffer.getDefiningOp<ViewLikeOpInterface>()) {
+    if (view.getViewDest() != buffer)
+      break;
+    buffer = view.getViewSource();
+  }
+  return buffer;
+}
+
+bool mlir::offload::readsOnlyMetadata(Operation *user) {
+  return user->getNumResults() > 0 && isMemoryEffectFree(user) &&
+         llvm::all_of(user->getResultTypes(), [](Type type) {
+           return type.isIntOrIndexOrFloat();
+         });
+}
+
+/// True if `user` runs after `op`: in the innermost block holding both (the
+/// ops' ancestors there), `user`'s comes after `op`'s. A use in a region of
+/// an op that holds `op` (a loop around it) does not count.
+static bool isUsedAfter(Operation *user, Operation *op) {
+  for (Operation *scope = op; scope; scope = scope->getParentOp()) {
+    if (!scope->getBlock())
+      return false;
+    if (Operation *ancestor = scope->getBlock()->findAncestorOpInBlock(*user))
+      return ancestor != scope && !ancestor->isBeforeInBlock(scope);
+  }
+  return false;
+}
+
+/// The first use, after `op` in its block, of the storage of `buffer`:
+/// `buffer`, the buffers it is a view of, and every view of those
+/// (transitively). Uses that read only metadata, and views (whose own uses
+/// count), are not uses. Null if there is none.
+static Operation *findStorageUseAfter(Operation *op, Value buffer) {
+  SmallVector<Value> worklist = {getStorageRoot(buffer)};
+  llvm::SmallPtrSet<Value, 8> seen = {worklist.front()};
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    for (Operation *user : current.getUsers()) {
+      if (user == op)
+        continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == current) {
+        if (seen.insert(view.getViewDest()).second)
+          worklist.push_back(view.getViewDest());
+        continue;
+      }
+      if (readsOnlyMetadata(user))
+        continue;
+      if (isUsedAfter(user, op))
+        return user;
+    }
+  }
+  return nullptr;
+}
+
 LogicalResult mlir::offload::verifyConsumedSource(Operation *op, Value source,
                                                   bool releaseSource) {
   if (!isa<BaseMemRefType>(source.getType())) {
@@ -193,20 +279,42 @@ LogicalResult mlir::offload::verifyConsumedSource(Operation *op, Value source,
                 "buffer can be handed to the runtime";
     return success();
   }
-  for (OpOperand &use : source.getUses()) {
-    Operation *user = use.getOwner();
-    if (user == op)
+  if (releaseSource && getStorageRoot(source) != source) {
+    InFlightDiagnostic diag =
+        op->emitOpError()
+        << "releases its source, which is a view of another buffer: the "
+           "runtime frees the whole allocation; release the allocation "
+           "itself, or copy the view into its own buffer first";
+    diag.attachNote(source.getDefiningOp()->getLoc()) << "view made here";
+    return diag;
+  }
+  if (Operation *user = findStorageUseAfter(op, source)) {
+    InFlightDiagnostic diag =
+        op->emitOpError()
+        << "consumes its source, whose storage is used after it: the copy "
+           "reads the source until it completes, so copy the source first "
+           "(or move the op after the last use of the source and of every "
+           "view of its storage)";
+    diag.attachNote(user->getLoc()) << "later use here";
+    return diag;
+  }
+  return success();
+}
+
+/// The members of a group that releases its sources have distinct storage:
+/// the runtime would free a shared allocation once per member.
+static LogicalResult verifyDistinctReleasedStorage(Operation *op,
+                                                   ValueRange sources) {
+  llvm::SmallDenseMap<Value, unsigned> memberOf;
+  for (auto [index, source] : llvm::enumerate(sources)) {
+    if (!isa<BaseMemRefType>(source.getType()))
       continue;
-    Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
-    if (ancestor && ancestor != op && !ancestor->isBeforeInBlock(op)) {
-      InFlightDiagnostic diag =
-          op->emitOpError()
-          << "consumes its source, which is used after it: the copy reads the "
-             "source until it completes, so copy the source first (or move "
-             "the op after its last use)";
-      diag.attachNote(user->getLoc()) << "later use here";
-      return diag;
-    }
+    auto [it, inserted] = memberOf.try_emplace(getStorageRoot(source), index);
+    if (!inserted)
+      return op->emitOpError()
+             << "releases sources #" << it->second << " and #" << index
+             << ", which share one allocation: the runtime would free it "
+                "twice; copy one of them into its own buffer first";
   }
   return success();
 }
@@ -325,7 +433,9 @@ void LoadGroupStartOp::getEffects(
 }
 
 LogicalResult OffloadGroupStartOp::verify() {
-  if (failed(verifyGroupShape(*this, getSources(), getFutures())))
+  if (failed(verifyGroupShape(*this, getSources(), getFutures())) ||
+      (getReleaseSource() &&
+       failed(verifyDistinctReleasedStorage(*this, getSources()))))
     return failure();
   for (auto [source, future] : llvm::zip_equal(getSources(), getFutures()))
     if (failed(verifyOffloadCopy(*this, source, future, getReleaseSource())))

@@ -7,6 +7,7 @@
 #include "offload/Dialect/Offload/IR/TrainingStep.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/RegionKindInterface.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -210,10 +211,17 @@ void TrainingStep::dropSavedResults(const llvm::BitVector &dropped) const {
     }
 }
 
+/// True for a cast that only renames a host value as a host buffer: partial
+/// bufferization's `bufferization.to_buffer` into `#offload.host` memory.
+static bool isHostBufferCast(Operation *op) {
+  auto cast = dyn_cast<bufferization::ToBufferOp>(op);
+  return cast && isHostMemRefType(cast.getResult().getType());
+}
+
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {
   WalkResult result = region.walk([](Operation *op) {
     if (isa<LoadToGpuOp, CallOpInterface>(op) || isLoadStart(op) ||
-        op->hasTrait<OpTrait::IsTerminator>())
+        isHostBufferCast(op) || op->hasTrait<OpTrait::IsTerminator>())
       return WalkResult::advance();
     for (OpOperand &operand : op->getOpOperands()) {
       if (!isHostTensorType(operand.get().getType()))

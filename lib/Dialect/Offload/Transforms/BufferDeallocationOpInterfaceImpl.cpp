@@ -42,13 +42,14 @@ using namespace mlir::bufferization;
 using namespace mlir::offload;
 
 /// True if `value` or a view of it (transitively) is used by an op that is
-/// not before `op` in `op`'s block (any use outside that block counts).
+/// not before `op` in `op`'s block (any use outside that block counts), other
+/// than to read its metadata (readsOnlyMetadata).
 static bool isUsedAfter(Value value, Operation *op) {
   SmallVector<Value> worklist = {value};
   while (!worklist.empty()) {
     Value current = worklist.pop_back_val();
     for (Operation *user : current.getUsers()) {
-      if (user == op)
+      if (user == op || readsOnlyMetadata(user))
         continue;
       Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
       if (!ancestor || !ancestor->isBeforeInBlock(op))

@@ -85,6 +85,12 @@ LogicalResult verifyContiguousSource(Operation *op, Type source);
 LogicalResult verifyConsumedSource(Operation *op, Value source,
                                    bool releaseSource);
 
+/// True for a use of a buffer that reads no element of it and makes no new
+/// name for it: an op without memory effects whose results are all scalars,
+/// such as `memref.dim`. Such a use may follow the op that consumes the
+/// buffer (a view makes a new name; its uses count instead).
+bool readsOnlyMetadata(Operation *user);
+
 /// True for a host tensor or a host memref.
 inline bool isHostResident(Type type) {
   return isHostTensorType(type) || isHostMemRefType(type);

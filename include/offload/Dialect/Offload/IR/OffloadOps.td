@@ -405,6 +405,7 @@ def Offload_WaitOp : Offload_Op<"wait", [
   let arguments = (ins Arg<Offload_AnyFuture, "the copy it waits for">:$future);
   let results = (outs AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+  let hasVerifier = 1;
 }
 
 #endif // OFFLOAD_DIALECT_OFFLOAD_OFFLOADOPS_TD
