@@ -776,13 +776,26 @@ std::optional<unsigned> StepModel::getPlannedOffloadIssue(unsigned l) const {
   return unsigned(last + 1);
 }
 
+/// True for the ops that do not end an issue point (getIssueSlot).
+static bool continuesIssuePoint(Operation *op, bool pastViews) {
+  return isCopyStart(op) || isa<WaitOp, OffloadToCpuOp, LoadToGpuOp>(op) ||
+         (pastViews && getViewSource(op));
+}
+
 unsigned StepModel::getIssueSlot(unsigned pos, bool pastViews) const {
-  while (pos < ops.size() &&
-         (isCopyStart(ops[pos].op) ||
-          isa<WaitOp, OffloadToCpuOp, LoadToGpuOp>(ops[pos].op) ||
-          (pastViews && getViewSource(ops[pos].op))))
+  while (pos < ops.size() && continuesIssuePoint(ops[pos].op, pastViews))
     ++pos;
   return pos;
+}
+
+SmallVector<unsigned> StepModel::getIssueSlots(bool pastViews) const {
+  SmallVector<unsigned> slots(ops.size() + 1);
+  slots[ops.size()] = ops.size();
+  for (unsigned pos = ops.size(); pos-- > 0;) {
+    slots[pos] =
+        continuesIssuePoint(ops[pos].op, pastViews) ? slots[pos + 1] : pos;
+  }
+  return slots;
 }
 
 void StepModel::coalesceCopies(CopyPlan &plan, int64_t maxBytes,
@@ -793,12 +806,13 @@ void StepModel::coalesceCopies(CopyPlan &plan, int64_t maxBytes,
   // An offload starts after the last read of its storage, views included,
   // so its group does not reach past a view (which may read that storage).
   bool pastViews = kind == PlannedCopy::Kind::Load;
+  SmallVector<unsigned> issueSlots = getIssueSlots(pastViews);
   SmallVector<unsigned> order;
   SmallVector<unsigned> slotOf(plan.copies.size());
   for (auto [index, copy] : llvm::enumerate(plan.copies))
     if (copy.kind == kind && copy.groupLeader < 0) {
       order.push_back(index);
-      slotOf[index] = getIssueSlot(std::min(copy.issuePos, numOps), pastViews);
+      slotOf[index] = issueSlots[std::min(copy.issuePos, numOps)];
     }
   // Stream order: by issue position, then sequence (simulate()).
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
@@ -813,8 +827,7 @@ void StepModel::coalesceCopies(CopyPlan &plan, int64_t maxBytes,
   // Loads waited at their issue point, or later.
   auto waitedAtOnce = [&](unsigned c) {
     return kind == PlannedCopy::Kind::Load &&
-           getIssueSlot(std::min(plan.copies[c].waitPos, numOps), pastViews) ==
-               slotOf[c];
+           issueSlots[std::min(plan.copies[c].waitPos, numOps)] == slotOf[c];
   };
   for (size_t i = 0; i < order.size();) {
     unsigned leader = order[i];

@@ -189,7 +189,7 @@ public:
   void placeOffloadWaits(CopyPlan &plan) const;
   /// Groups the copies of `kind` in `plan` that move as one transfer
   /// (PlannedCopy::groupLeader): copies issued at one point (before the
-  /// same op that is no copy or wait, nor for loads a view; getIssueSlot),
+  /// same op that is no copy or wait, nor for loads a view; getIssueSlots),
   /// next to each
   /// other on their stream, each of at least one and fewer than `maxBytes`
   /// bytes, and, for loads, all waited at that point or all later (a load
@@ -211,6 +211,9 @@ public:
   /// wait, nor (with `pastViews`) a view; the number of ops if none. Copies
   /// issued anywhere from `pos` up to it are issued at one point in time.
   unsigned getIssueSlot(unsigned pos, bool pastViews) const;
+  /// getIssueSlot of every position (and of the number of ops), in one pass
+  /// over the ops.
+  SmallVector<unsigned> getIssueSlots(bool pastViews) const;
 
   /// Moves the issue of every load in `plan` earlier so that, predicted on
   /// the compute stream alone, its copy ends before its wait (the H2D stream
