@@ -17,6 +17,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::offload;
 
@@ -111,9 +113,9 @@ FailureOr<DeviceProfile> DeviceProfile::loadJson(StringRef path,
       return failure();
     }
     std::optional<double> number = value.getAsNumber();
-    if (!number || *number < 0) {
+    if (!number || !(*number >= 0) || !std::isfinite(*number)) {
       error = "device profile '" + path.str() + "': '" + key.str() +
-              "' must be a non-negative number";
+              "' must be a finite non-negative number";
       return failure();
     }
     *field->target = *number * field->scale;
@@ -130,6 +132,22 @@ DeviceProfileOverrides::resolve(std::string &error) const {
       return failure();
     profile = *loaded;
   }
+  // A negative value leaves the profile's; NaN and infinities are errors.
+  for (auto [name, value] : {std::pair<StringRef, double>{"d2h-gbps", d2hGBps},
+                             {"h2d-gbps", h2dGBps},
+                             {"both-ways-gbps", bothWaysGBps},
+                             {"hbm-gbps", hbmGBps},
+                             {"bf16-tflops", bf16TFlops},
+                             {"f32-tflops", f32TFlops},
+                             {"attention-tflops", attentionTFlops},
+                             {"copy-latency-us", copyLatencyUs},
+                             {"op-overhead-us", opOverheadUs},
+                             {"copy-interference", copyInterference}})
+    if (!std::isfinite(value)) {
+      error = "device profile option " + name.str() +
+              " must be a finite number";
+      return failure();
+    }
   auto set = [](double value, double &target, double scale) {
     if (value >= 0)
       target = value * scale;

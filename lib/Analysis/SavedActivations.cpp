@@ -72,6 +72,10 @@ static std::string getIndividualKeptReason(Value value, Value root,
     return "opted out (offload.keep)";
   if (isDenied(value, options.denyOps) || isDenied(root, options.denyOps))
     return "producer in deny-ops";
+  auto tensor = cast<RankedTensorType>(value.getType());
+  if (!bytes && tensor.hasStaticShape() &&
+      getElementStorageBytes(tensor.getElementType()))
+    return "size does not fit in 64 bits";
   if (!bytes)
     return options.minBytes > 0 ? "size unknown (dynamic shape)" : "";
   if (*bytes < options.minBytes)

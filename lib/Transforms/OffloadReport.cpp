@@ -668,6 +668,16 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
         return signalPassFailure();
       }
       print(file->os());
+      // A failed write (a full disk) is an error here, not a fatal one when
+      // the stream closes.
+      file->os().flush();
+      if (std::error_code writeError = file->os().error()) {
+        file->os().clear_error();
+        emitError(getOperation().getLoc())
+            << "cannot write the report to '" << output
+            << "': " << writeError.message();
+        return signalPassFailure();
+      }
       file->keep();
     }
     markAllAnalysesPreserved();

@@ -319,7 +319,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     }
     for (auto [name, value] :
          {std::pair<StringRef, double>{"copy-margin", copyMargin},
-          {"max-interference", maxInterference}}) {
+          {"max-interference", maxInterference},
+          {"max-slowdown", maxSlowdown}}) {
       if (!(value >= 0) || !std::isfinite(value)) {
         emitError(getOperation().getLoc())
             << name << " must be a finite fraction >= 0, got " << value;

@@ -12,6 +12,24 @@
 // PLAN: for the --plan option: 'Hidden' is not one of all, hidden, budget
 // PASS-PLAN: for the --plan option: 'some' is not one of all, hidden, budget
 
+// Numbers that are not finite, and negative sizes, are errors: in options
+// and in a device profile file alike.
+// RUN: not offload-opt %s --offload-activations="plan=hidden max-slowdown=nan" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NAN
+// RUN: not offload-opt %s --offload-activations="min-bytes=-5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not offload-opt %s --offload-schedule-copies="hbm-gbps=inf" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INF
+// RUN: echo '{"name": "x", "d2h_GBps": 1e400}' > %t.profile.json
+// RUN: not offload-opt %s --offload-activations="plan=hidden device-profile=%t.profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROFILE
+// NAN: error: max-slowdown must be a finite fraction >= 0, got nan
+// NEG: error: min-bytes must be >= 0, got -5
+// INF: error: device profile option hbm-gbps must be a finite number
+// PROFILE: error: device profile '{{.*}}': 'd2h_GBps' must be a finite non-negative number
+
+// A report that cannot be written (a full disk) is an error, not a fatal
+// one when the file closes.
+// RUN: not offload-opt %s --offload-activations="report=text report-file=/dev/full" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
+// FULL: error: cannot write the report to '/dev/full': No space left on device
+// FULL-NOT: LLVM ERROR
+
 // The enums print back by name in the pass pipeline.
 // RUN: offload-opt %s --offload-activations="plan=hidden release=at-wait report=json report-file=%t.json" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
 // PIPELINE: offload-plan{{.*}} plan=hidden

@@ -118,7 +118,11 @@ std::optional<int64_t> mlir::offload::getStorageBytes(Type type) {
       getElementStorageBytes(shaped.getElementType());
   if (!element)
     return std::nullopt;
-  return shaped.getNumElements() * *element;
+  int64_t bytes = *element;
+  for (int64_t size : shaped.getShape())
+    if (llvm::MulOverflow(bytes, size, bytes))
+      return std::nullopt;
+  return bytes;
 }
 
 //===----------------------------------------------------------------------===//

@@ -71,8 +71,8 @@ std::optional<int64_t> getElementStorageBytes(Type element,
                                               unsigned indexBits = 64);
 
 /// Bytes a statically shaped tensor or memref of `type` occupies (elements
-/// times getElementStorageBytes); nullopt for dynamic shapes, unranked types
-/// and element types without a known size.
+/// times getElementStorageBytes); nullopt for dynamic shapes, unranked types,
+/// element types without a known size and sizes that do not fit in 64 bits.
 std::optional<int64_t> getStorageBytes(Type type);
 
 /// Checks that a buffer `source` of a device-to-host copy is contiguous
