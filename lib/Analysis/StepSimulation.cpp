@@ -1400,7 +1400,9 @@ private:
   double readyTime(unsigned copy) const {
     double ready = issueTime[copy];
     int dep = plan.copies[copy].dependsOn;
-    if (dep >= 0)
+    // A load the graph before started runs after the other graphs' forward
+    // and backward that come between, long after its offload ended.
+    if (dep >= 0 && across[copy] == 0)
       ready = std::max(ready, endTime[dep]);
     return ready;
   }

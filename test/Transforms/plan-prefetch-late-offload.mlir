@@ -1,0 +1,26 @@
+// A load the graph before starts (prefetch-lead) does not wait for its
+// offload in this step's timeline: the other graphs' forward and backward run
+// in between. Link and memory at 1 GB/s, no fixed costs
+// (Inputs/slow-link.json). %e is read by forward's last op, so its offload
+// (4 us) runs past the end of forward, and backward's first op reads it.
+// Alone, its load waits for that offload, then takes 4 us: kept.
+// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden release=after-copy device-profile=%S/Inputs/slow-link.json" | FileCheck %s --check-prefix=ALONE
+// ALONE-LABEL: func.func @forward
+// ALONE-SAME: tensor<1000xf32> {offload.kept = "plan: its copy cannot be hidden under compute"}
+
+// Started 10 us before backward, during the graph before: offloaded.
+// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden release=after-copy device-profile=%S/Inputs/slow-link.json prefetch-lead=1e-5 prefetch-bytes=4000" | FileCheck %s --check-prefix=LEAD
+// LEAD-LABEL: func.func @backward
+// LEAD-NEXT: offload.load_start %{{.*}} {offload.prefetch}
+func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
+    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  %e = math.exp %x : tensor<1000xf32>
+  %z = math.sin %e : tensor<1000xf32>
+  return %z, %e : tensor<1000xf32>, tensor<1000xf32>
+}
+func.func @backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  %r = arith.mulf %g, %s : tensor<1000xf32>
+  %a = math.exp %r : tensor<1000xf32>
+  %b = math.exp %a : tensor<1000xf32>
+  return %b : tensor<1000xf32>
+}
