@@ -1261,6 +1261,11 @@ SimulationResult StepModel::scheduleLoads(CopyPlan &plan,
   // stay within it: below it, min(peak, no-offload peak) is `peak`, and
   // above it no placement of loads can reach it (the loads are issued no
   // later than their waits already).
+  // With a lead, the loads the graph before starts (up to prefetchBytes)
+  // are on the device when backward begins whatever this placement does;
+  // the peak may grow by as much.
+  if (execution.prefetchLead > 0 && execution.prefetchBytes > 0)
+    peak += execution.prefetchBytes;
   int64_t limit = peak;
   // Placed on the synchronous plan's positions, the hoisted loads run
   // backward ahead of where it ran against the copies, so buffers whose
