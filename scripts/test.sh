@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Builds (installing dependencies if needed) and runs every test: the lit +
-# FileCheck suite and the runtime's unit tests. Ends with one summary line.
+# Builds (installing dependencies if needed) and runs the tests: the lit +
+# FileCheck suite, the runtime's unit tests and the Python tests (in parallel
+# with pytest-xdist). Ends with one summary line.
+#   scripts/test.sh         the inner loop: leaves out the Python tests marked
+#                           slow (end-to-end and property runs, python/tests/conftest.py)
+#   scripts/test.sh --all   every test, as CI (CI=true) runs them
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+all=0
+[ "${1:-}" = --all ] && all=1
+[ "${CI:-}" = true ] && all=1
 
 scripts/setup.sh || { echo "build: 0 passed, 1 failed"; exit 1; }
 
@@ -28,7 +35,10 @@ fi
 
 if python3 -c "import pytest" 2>/dev/null; then
   py_log=$(mktemp)
-  OFFLOAD_OPT="$PWD/$BUILD_DIR/bin/offload-opt" python3 -m pytest -q python 2>&1 | tee "$py_log"
+  py_args=(-q python/tests)
+  python3 -c "import xdist" 2>/dev/null && py_args+=(-n auto --dist loadfile)
+  [ "$all" = 1 ] || py_args+=(-m "not slow")
+  OFFLOAD_OPT="$PWD/$BUILD_DIR/bin/offload-opt" python3 -m pytest "${py_args[@]}" 2>&1 | tee "$py_log"
   rc=${PIPESTATUS[0]}
   # 5 = no tests collected, which is not a failure of the code.
   [ "$rc" = 0 ] || [ "$rc" = 5 ] || status=1
@@ -38,5 +48,6 @@ if python3 -c "import pytest" 2>/dev/null; then
 fi
 
 [ "$passed" -gt 0 ] || status=1
+[ "$all" = 1 ] || echo "(the Python tests marked slow were left out: scripts/test.sh --all runs every test, as CI does)"
 echo "tests: $passed passed, $failed failed"
 exit $status

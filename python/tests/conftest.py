@@ -42,4 +42,36 @@ def offload_mlir():
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "slow: an end-to-end or property test that takes minutes on two cores")
+        "markers", "slow: an end-to-end or property test that takes minutes on two cores; "
+                   "scripts/test.sh leaves these out unless given --all (CI runs them)")
+
+
+# The slow tests, by file (every test in it) or by file::test (every case of
+# it): end-to-end training in subprocesses, timed fuzz and property runs, the
+# wheel build. Marked here, in one place, rather than in each file.
+SLOW = (
+    "tools/test_peers.py::test_cpu_rows_train_and_compare",
+    "tools/test_peers.py::test_per_layer_rows_train_with_loads_started_in_the_layer_after",
+    "tools/test_peers.py::test_optimizer_runs_measure_forward_and_backward_beside_the_prediction",
+    "tools/test_peers.py::test_paired_rows_interleave_in_one_process",
+    "tools/test_peers.py::test_paired_repeat_pools_processes",
+    "tools/test_peers.py::test_frontier_rows_train_on_cpu",
+    "tools/test_peers.py::test_peer_rows_run_or_say_why",
+    "tools/test_fuzz_steps.py::test_bounded_run",
+    "tools/test_distributed.py",
+    "tools/test_csan_plan.py",
+    "bridge/test_backend.py::test_delayed_copies_and_poisoned_loads_stay_bit_identical",
+    "bridge/test_backend.py::test_stress_run_catches_a_missing_wait",
+    "bridge/test_checkpoint.py",
+    "bridge/test_joint_plan.py",
+    "bridge/test_wheel.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        rel = os.path.relpath(str(item.path), tests_dir).replace(os.sep, "/")
+        name = item.originalname if hasattr(item, "originalname") else item.name
+        if rel in SLOW or f"{rel}::{name}" in SLOW:
+            item.add_marker(pytest.mark.slow)
