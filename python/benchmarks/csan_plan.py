@@ -6,7 +6,7 @@ and reports an access that is not ordered (by a stream wait on an event
 recorded after it) behind a conflicting access on another stream. It sees
 neither Dynamo's compiled graphs (Dynamo does not compile under it) nor
 Triton kernels, nor offload_rt's own copy streams: each copy op is one call
-on the current stream to it (docs/benchmarks/bridge-h100.md, "Sanitizer").
+on the current stream to it (docs/benchmarks/bridge-h100/README.md, "Sanitizer").
 
 So this script runs the same plan in a form it can check:
 - the bridge's partitioner (the real pipeline and FX rebuild) transforms the

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compile-time scaling of the offload pipeline on synthetic training steps.
 
-Generates training-step modules in the traced-IR format (DESIGN.md, "The
-traced training IR"; the same format as `offload_mlir.fx_export` writes) with
+Generates training-step modules in the traced-IR format (docs/architecture.md,
+"The contracts"; the same format as `offload_mlir.fx_export` writes) with
 about 1k, 10k and 100k ops, runs `offload-opt --offload-activations` on each,
 and prints a table of wall-clock times (best of N runs).
 

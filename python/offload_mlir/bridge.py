@@ -691,7 +691,7 @@ INDUCTOR_PATCHES = {"reorder_for_peak_memory": False}
 # graph's peak allows, and that estimate does not know which memory the plan
 # frees, so the held buffers can fill it (bf16x8 with a recompute budget:
 # 12.63 GiB held, 12.43 GiB without, runs 83 and 87 of
-# docs/benchmarks/peers.md). Off, each buffer goes back to PyTorch's caching
+# docs/benchmarks/peers/README.md). Off, each buffer goes back to PyTorch's caching
 # allocator at its last use, as the cost model assumes; paired, the step
 # time did not change (run 88).
 DEFAULT_INDUCTOR_CONFIG = {"allow_buffer_reuse": False}

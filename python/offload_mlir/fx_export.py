@@ -1,7 +1,7 @@
 """Export a PyTorch training step (AOTAutograd forward + backward FX graphs)
 as MLIR text in the `trace` dialect.
 
-The IR contract (DESIGN.md, "The traced training IR"):
+The IR contract (docs/architecture.md, "The contracts"):
 
 * one `func.func @forward` and one `func.func @backward`;
 * forward carries `offload.backward = @backward` and

@@ -2,7 +2,7 @@
 
 These helpers know nothing about PyTorch: they turn Python scalars into the
 textual MLIR forms that the `trace` dialect uses for a call's non-tensor
-arguments (see docs/examples.md and DESIGN.md, "The traced training IR").
+arguments (see docs/examples.md and docs/architecture.md, "The contracts").
 """
 
 from __future__ import annotations

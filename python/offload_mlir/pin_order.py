@@ -9,7 +9,7 @@ A copy start depends only on a graph input (backward) or its source
 (forward), so the matmuls between it and its wait can end up above it, and
 the wait then stalls the compute stream for the whole copy. On the H100 this
 happened in backward with Inductor's mix-order reductions, which fuse a
-norm's weight-gradient reduction with a later one (docs/benchmarks/peers.md).
+norm's weight-gradient reduction with a later one (docs/benchmarks/peers/README.md).
 
 This post-grad pass gives every extern kernel (matmuls, convolutions,
 attention, fallback ops) that sits between a copy's start and its wait an

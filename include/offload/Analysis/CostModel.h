@@ -10,7 +10,7 @@
 // matmuls, attention and convolutions (traced ATen targets and upstream linalg
 // contractions and convolutions); every other op is costed from the bytes it
 // reads and writes; views are free. The numbers live in a DeviceProfile whose
-// defaults are the H100 measurements of DESIGN.md.
+// defaults are the H100 measurements of docs/architecture.md.
 //
 //===----------------------------------------------------------------------===//
 

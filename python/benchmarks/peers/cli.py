@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             paired = {"paired": run_paired(args, row_a, row_b)}
         else:
             # Each its own process: a process's median moves by more than the
-            # costs a pair resolves (docs/benchmarks/peers.md, run 28).
+            # costs a pair resolves (docs/benchmarks/peers/README.md, run 28).
             runs = []
             clean = child_args(argv if argv is not None else sys.argv[1:], ("--out", "--repeat"))
             for i in range(1, args.repeat + 1):

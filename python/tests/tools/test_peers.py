@@ -2,7 +2,7 @@
 each row runs in its own process, the rows that can run without a GPU
 really train, gradients are checked against the right baseline, and the
 outputs (JSON, table, plot, merge) are written. The figures themselves come
-from the H100 (docs/benchmarks/peers.md)."""
+from the H100 (docs/benchmarks/peers/README.md)."""
 
 import json
 import os
