@@ -3,7 +3,7 @@
 The device profile's `copy_interference` comes from one memory-bound load
 (`python -m offload_mlir.calibrate`: adds of 512 MiB operands; GEMMs beside
 copies measure 0). In a traced training step the memory-bound kernels beside
-big copies slowed by about 0.047 s per second of copy (peers.md, run 47),
+big copies slowed by about 0.047 s per second of copy (docs/benchmarks/peers/README.md),
 more than the 0.014-0.018 calibrated. This script runs the calibration's
 rounds (`calibrate.copy_rounds`: kernels queued on the compute stream, then
 4 copies of 256 MiB each way on the copy streams, one direction and both)

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="run N unprofiled steps of the row right before each profiled "
                         "one, so it runs at the clocks of the timed steps: a step after "
                         "the pause of a trace export runs faster, below the GPU's power "
-                        "limit (docs/benchmarks/peers/README.md, runs 93-96)")
+                        "limit (docs/benchmarks/peers/README.md)")
     p.add_argument("--out", default=None, help="JSON path for every figure")
     p.add_argument("--keep-traces", default=None, metavar="DIR",
                    help="gzip the last round's two chrome traces into DIR "

@@ -1,6 +1,6 @@
 """How steady is the host link? Back-to-back pinned copies, timed one by one.
 
-The peers benchmark (docs/benchmarks/peers/README.md, run 17) saw some steps in
+The peers benchmark (docs/benchmarks/peers/README.md) saw some steps in
 which H2D copies ran at half the link's rate for tens of milliseconds. This
 script asks whether that happens with nothing but copies (and, with
 --compute, a matmul loop beside them), and whether it follows a buffer (a

@@ -689,11 +689,9 @@ INDUCTOR_PATCHES = {"reorder_for_peak_memory": False}
 # allow_buffer_reuse: Inductor's code keeps a buffer it frees for its next
 # allocation of the same size and dtype wherever its own estimate of the
 # graph's peak allows, and that estimate does not know which memory the plan
-# frees, so the held buffers can fill it (bf16x8 with a recompute budget:
-# 12.63 GiB held, 12.43 GiB without, runs 83 and 87 of
-# docs/benchmarks/peers/README.md). Off, each buffer goes back to PyTorch's caching
-# allocator at its last use, as the cost model assumes; paired, the step
-# time did not change (run 88).
+# frees, so the held buffers can raise the peak above the plan's. Off, each
+# buffer goes back to PyTorch's caching allocator at its last use, as the
+# cost model assumes, at the same step time (docs/benchmarks/peers/README.md).
 DEFAULT_INDUCTOR_CONFIG = {"allow_buffer_reuse": False}
 # What the backend sets in Inductor's config itself; inductor_config may not.
 _BRIDGE_INDUCTOR_SETTINGS = frozenset(INDUCTOR_PATCHES) | {

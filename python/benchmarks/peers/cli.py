@@ -122,8 +122,8 @@ forward and backward on their own (CUDA events) and takes their peak, and
 the table sets the prediction beside those, the peak less the optimizer's
 state (resident throughout, outside the graphs).
 
-A ratio from one pair of processes moves by a few percent between runs on
-the H100 (three pairs in a row: 1.024x, 1.041x, 1.034x). `--repeat N` runs
+A ratio from one pair of processes moves by a few percent between runs
+(docs/benchmarks/peers/README.md). `--repeat N` runs
 the whole row list N times in turn, each round compared within itself, and
 the table adds each row's ratio to its baseline per round: median, min, max.
 
@@ -134,8 +134,8 @@ gives the ratio of each B step to the A steps next to it (median, quartiles,
 and the ratio of the medians) and each row's step times; no peak memory
 (both models are resident), no profile. On CUDA it also gives, per stretch
 (forward, backward), the compute stream's device time from CUDA events and
-the host's time. One process's median still moves by about ±0.5% on the
-H100 (compile against compile: 1.001x); with `--repeat N` the pairs run in
+the host's time. One process's median still moves by about half a percent;
+with `--repeat N` the pairs run in
 N processes, and the table gives each process's median and all the pairs
 pooled.
 
@@ -163,24 +163,33 @@ from .tables import _failure_reason, _write, compare_all, paired_table, plot, ta
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers",
-                                description=__doc__.splitlines()[0],
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="bf16x8", choices=sorted(CONFIGS))
+    p.add_argument("--config", default="bf16x8", choices=sorted(CONFIGS),
+                   help="the model: bf16x8 (8 bf16 layers), fp32x9 (9 fp32 layers), tiny "
+                        "(a CPU-sized toy); default: %(default)s")
     for key in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "batch", "seq"):
         p.add_argument("--" + key.replace("_", "-"), type=int, default=None,
                        help="override the configuration's value")
-    p.add_argument("--dtype", choices=["bf16", "f32"], default=None)
-    p.add_argument("--optimizer", choices=["none", "adamw"], default="none")
+    p.add_argument("--dtype", choices=["bf16", "f32"], default=None,
+                   help="override the configuration's dtype")
+    p.add_argument("--optimizer", choices=["none", "adamw"], default="none",
+                   help="adamw: an AdamW step after backward (default: %(default)s)")
     p.add_argument("--rows", default=DEFAULT_ROWS,
-                   help="comma-separated rows, and names of row sets: "
-                        + ", ".join(ROW_SETS))
+                   help="comma-separated rows (the list above), and names of row sets: "
+                        + ", ".join(ROW_SETS) + "; default: " + DEFAULT_ROWS)
     p.add_argument("--steps", type=int, default=5, help="timed steps (after warm-up)")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--no-deterministic", dest="deterministic", action="store_false")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="untimed steps first (default: %(default)s)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                   help="cpu runs the rows that need no GPU (default: %(default)s)")
+    p.add_argument("--no-deterministic", dest="deterministic", action="store_false",
+                   help="leave torch.use_deterministic_algorithms off")
     p.add_argument("--no-profile", action="store_true",
                    help="skip the profiled step (no copy bytes or exposed copy time)")
-    p.add_argument("--row-timeout-s", type=float, default=600)
+    p.add_argument("--row-timeout-s", type=float, default=600,
+                   help="give up on a row's process after this many seconds "
+                        "(default: %(default)s)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the rows N times, in turn (each round a run of its own, "
                         "compared within itself): a ratio's spread across processes; "
@@ -255,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             paired = {"paired": run_paired(args, row_a, row_b)}
         else:
             # Each its own process: a process's median moves by more than the
-            # costs a pair resolves (docs/benchmarks/peers/README.md, run 28).
+            # costs a pair resolves (docs/benchmarks/peers/README.md).
             runs = []
             clean = child_args(argv if argv is not None else sys.argv[1:], ("--out", "--repeat"))
             for i in range(1, args.repeat + 1):
