@@ -2,11 +2,11 @@
 //
 // The copy ops the PyTorch bridge puts into compiled graphs:
 //
-//   offload_start(Tensor src, int[] stride, Tensor[] after) -> Tensor
+//   offload_start(Tensor src, SymInt[] stride, Tensor[] after) -> Tensor
 //   offload_wait(Tensor host, Tensor src, Tensor[] after) -> ()
-//   load(Tensor host, int[] size, int[] stride, ScalarType dtype,
+//   load(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype,
 //        Device device, Tensor[] after) -> Tensor
-//   load_start(Tensor host, int[] size, int[] stride, ScalarType dtype,
+//   load_start(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype,
 //              Device device, Tensor[] after) -> Tensor
 //   load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()
 //   prefetch_push(Tensor[] hosts) -> ()
@@ -767,13 +767,13 @@ void prefetchIssue(const at::Tensor & /*anchor*/) {
 // independent of how Inductor materialised the source.
 TORCH_LIBRARY(offload, m) {
   const std::vector<at::Tag> tags = {at::Tag::flexible_layout};
-  m.def("offload_start(Tensor src, int[] stride, Tensor[] after) -> Tensor",
+  m.def("offload_start(Tensor src, SymInt[] stride, Tensor[] after) -> Tensor",
         tags);
   m.def("offload_wait(Tensor host, Tensor src, Tensor[] after) -> ()", tags);
-  m.def("load(Tensor host, int[] size, int[] stride, ScalarType dtype, "
+  m.def("load(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype, "
         "Device device, Tensor[] after) -> Tensor",
         tags);
-  m.def("load_start(Tensor host, int[] size, int[] stride, ScalarType dtype, "
+  m.def("load_start(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype, "
         "Device device, Tensor[] after) -> Tensor",
         tags);
   m.def("load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()", tags);

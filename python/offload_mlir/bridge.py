@@ -569,19 +569,10 @@ def recompute_reference_backend(recomputed: Mapping[str, list[str]]) -> Callable
 
 
 def _check_supported(fw, bw) -> None:
-    from .fx_export import rng_hop_name, rng_state_nodes, unsupported_rng_call
+    from .fx_export import rng_hop_name, unsupported_rng_call
 
     for gm in (fw, bw):
-        # Saved generator states (activation checkpointing's random ops)
-        # have a symbolic size in their fake values: the generator's state
-        # length, the same every step (fx_export._rng_state_type).
-        rng_states = rng_state_nodes(gm.graph)
         for n in gm.graph.nodes:
-            val = n.meta.get("val")
-            if isinstance(val, torch.Tensor) and n not in rng_states and any(
-                not isinstance(d, int) for d in val.shape
-            ):
-                raise _Fallback(f"{n.name} has a dynamic shape (compile with dynamic=False)")
             if n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator):
                 # The partitioner wraps a random op it recomputes (in a
                 # checkpointed region) in an rng higher-order op; those the
@@ -623,11 +614,17 @@ def _written_args(node: torch.fx.Node) -> list[Any]:
 def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
     """The rebuilt forward and backward graphs and the pipeline's report; no
     graphs (None, None) where the plan recomputes saved values."""
-    from .fx_export import ExportError, TracedStep, emit_mlir
+    from .fx_export import ExportError, TracedStep, emit_mlir, size_hints
 
     _check_supported(fw, bw)
+    # A graph with dynamic shapes is planned at its size hints (the sizes
+    # it was traced with, as Inductor autotunes); the rebuilt graphs keep
+    # the symbols, so they run at every size their guards admit.
+    hints = size_hints(fw)
     try:
-        ir = emit_mlir(TracedStep(fw, bw, num_fwd_outputs))
+        ir = emit_mlir(TracedStep(fw, bw, num_fwd_outputs), header=[
+            "planned at size hints: " + ", ".join(f"{k}={v}" for k, v in hints.items())
+        ] if hints else ())
     except ExportError as e:
         raise _Fallback(f"the exporter cannot express the graph: {e}") from None
     _dump_ir(ir)
@@ -639,7 +636,8 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
     if options.recompute and planned_recomputes({"pipeline": report}):
         # The partitioner carries out the recomputation (OffloadPartitioner);
         # this IR's graphs are not rebuilt.
-        return None, None, {"pipeline": report, "offloaded": [], "fallback": None}
+        return None, None, {"pipeline": report, "offloaded": [], "fallback": None,
+                            "size_hints": hints}
     try:
         functions = read_step(result.ir)
         new_fw, new_bw, offloaded = rebuild_step(
@@ -647,7 +645,8 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
             inductor_layouts=options.compiler == "inductor")
     except (PlanReadError, RebuildError) as e:
         raise _Fallback(f"cannot rebuild the FX graphs from the IR: {e}") from None
-    report = {"pipeline": report, "offloaded": offloaded, "fallback": None}
+    report = {"pipeline": report, "offloaded": offloaded, "fallback": None,
+              "size_hints": hints}
     _emit_report(ir, options)
     return new_fw, new_bw, report
 

@@ -67,6 +67,8 @@ __all__ = [
     "export_training_step",
     "summarize",
     "mlir_tensor_type",
+    "size_hint",
+    "size_hints",
     "is_view_op",
 ]
 
@@ -120,9 +122,35 @@ def mlir_element_type(dtype: torch.dtype) -> str:
         raise ExportError(f"no MLIR element type for {dtype}") from None
 
 
+def size_hint(d: Any) -> int:
+    """A size as the IR spells it: an int, or a symbolic size's hint (the
+    value it had when the graph was traced, the one Inductor autotunes at).
+    The plan is made at the hints; the rebuilt FX graphs keep the symbols."""
+    if isinstance(d, int):
+        return d
+    hint = d.node.hint if isinstance(d, torch.SymInt) else None
+    if not isinstance(hint, int):
+        raise ExportError(f"size {d} has no hint (a data-dependent size)")
+    return hint
+
+
+def size_hints(gm: fx.GraphModule) -> dict[str, int]:
+    """The size symbols of `gm`'s inputs (tensor sizes and symbolic scalars)
+    with their hints, by name (`{"s27": 24}`); empty for a static graph."""
+    hints: dict[str, int] = {}
+    for n in gm.graph.find_nodes(op="placeholder"):
+        val = n.meta.get("val")
+        sizes = list(val.shape) if isinstance(val, torch.Tensor) else [val]
+        for d in sizes:
+            if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol:
+                hints[str(d.node.expr)] = size_hint(d)
+    return dict(sorted(hints.items()))
+
+
 def mlir_tensor_type(t: torch.Tensor) -> str:
-    """`tensor<8x1024xbf16>`; symbolic sizes print as `?`, 0-d as `tensor<f32>`."""
-    dims = ["?" if not isinstance(d, int) else str(d) for d in t.shape]
+    """`tensor<8x1024xbf16>`, symbolic sizes at their hints, 0-d as
+    `tensor<f32>`."""
+    dims = [str(size_hint(d)) for d in t.shape]
     elem = mlir_element_type(t.dtype)
     return "tensor<" + "".join(d + "x" for d in dims) + elem + ">"
 
@@ -150,22 +178,6 @@ def _value_type(v: Any) -> str | None:
     return _scalar_type(v)
 
 
-def _rng_state_type(node_name: str, v: Any) -> str:
-    """The type of a saved generator state: its fake value's size is a
-    symbol whose hint is the state's real length (5056 bytes for the CPU
-    generator), a constant of the device's generator."""
-    if not isinstance(v, torch.Tensor):
-        raise ExportError(f"{node_name}: the generator state is not a tensor")
-    dims = []
-    for d in v.shape:
-        if isinstance(d, torch.SymInt):
-            d = d.node.hint
-        if not isinstance(d, int):
-            raise ExportError(f"{node_name}: the generator state has no known size")
-        dims.append(str(d))
-    return "tensor<" + "".join(d + "x" for d in dims) + mlir_element_type(v.dtype) + ">"
-
-
 def _node_val(node: fx.Node) -> Any:
     if "val" in node.meta:
         return node.meta["val"]
@@ -179,9 +191,7 @@ def _node_val(node: fx.Node) -> Any:
 def _tensor_bytes(t: torch.Tensor) -> int:
     n = 1
     for d in t.shape:
-        if not isinstance(d, int):
-            return 0
-        n *= d
+        n *= size_hint(d)
     return n * t.element_size()
 
 
@@ -332,24 +342,6 @@ def _rng_call_key(call: RngCall) -> str:
     named = torch.fx.node.map_aggregate(
         (call.args, call.kwargs), lambda a: f"%{a.name}" if isinstance(a, fx.Node) else a)
     return f"{call.op}{named!r}"
-
-
-def rng_state_nodes(graph: fx.Graph) -> set[fx.Node]:
-    """The saved global-generator states of `graph`: forward's
-    `getitem(run_and_save_rng_state(...), 0)`, backward's placeholders read
-    as run_with_rng_state's state. Their fake values have a symbolic size
-    (the state's length, a constant of the device's generator)."""
-    states = set()
-    for n in graph.nodes:
-        call = rng_call(n)
-        if call is None:
-            continue
-        if call.hop == "run_and_save_rng_state":
-            states.update(u for u in n.users if u.op == "call_function"
-                          and u.target is operator.getitem and u.args[1] == 0)
-        elif call.hop == "run_with_rng_state" and isinstance(call.state, fx.Node):
-            states.add(call.state)
-    return states
 
 
 def saved_placeholder_names(forward: fx.Graph, backward: fx.Graph,
@@ -703,8 +695,6 @@ class _FunctionEmitter:
         self.num_fx_returns = 0
         # Names of the nodes that compute a forward value again (backward).
         self.recomputed: set[str] = set()
-        # Saved generator states (rng_state_nodes), typed by their real size.
-        self.rng_states = rng_state_nodes(graph)
 
     def note(self, msg: str) -> None:
         self.notes.append(msg)
@@ -720,7 +710,7 @@ class _FunctionEmitter:
     # -- arguments --------------------------------------------------------
     def add_argument(self, node: fx.Node) -> str:
         val = _node_val(node)
-        ty = _rng_state_type(node.name, val) if node in self.rng_states else _value_type(val)
+        ty = _value_type(val)
         if ty is None:
             raise ExportError(
                 f"{self.func_name}: placeholder {node.name!r} is neither a tensor "
@@ -822,10 +812,7 @@ class _FunctionEmitter:
                             raise ExportError(f"{node.name}: nested multi-result values")
                         pos[i] = flatten(list(e), f"{prefix}{i}.")
                         continue
-                    if rng_hop == "run_and_save_rng_state" and not prefix and i == 0:
-                        t = _rng_state_type(node.name, e)
-                    else:
-                        t = _value_type(e)
+                    t = _value_type(e)
                     if t is not None:
                         pos[i] = len(typed)
                         typed.append((flat, t))

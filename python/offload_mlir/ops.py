@@ -8,11 +8,11 @@ waits as side-effectful so no dead-code elimination drops them. See
 
 Ops (``after`` only pins an op's place in a graph; the values are ignored)::
 
-    offload_start(Tensor src, int[] stride, Tensor[] after) -> Tensor   # host bytes
+    offload_start(Tensor src, SymInt[] stride, Tensor[] after) -> Tensor   # host bytes
     offload_wait(Tensor host, Tensor src, Tensor[] after) -> ()
-    load(Tensor host, int[] size, int[] stride, ScalarType dtype, Device device,
+    load(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype, Device device,
          Tensor[] after) -> Tensor
-    load_start(Tensor host, int[] size, int[] stride, ScalarType dtype,
+    load_start(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype,
                Device device, Tensor[] after) -> Tensor
     load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()
     prefetch_push(Tensor[] hosts) -> ()   # a forward's loads to start early
@@ -325,7 +325,17 @@ def is_dense_stride(size, stride) -> bool:
 def dense_stride(t: torch.Tensor) -> list:
     """``t``'s own strides if they are dense (no copy to a temporary at
     offload_start), contiguous ones otherwise (a transposed view keeps its
-    strides, a slice or an expand gets contiguous ones)."""
+    strides, a slice or an expand gets contiguous ones). With symbolic sizes
+    (a fake tensor of a graph with dynamic shapes) the strides are symbolic
+    too, and decided without a guard: its own strides where they are dense
+    for every size, contiguous ones otherwise."""
+    if not (_is_static(t.shape) and _is_static(t.stride())):
+        from torch._prims_common import (is_non_overlapping_and_dense_or_false,
+                                         make_contiguous_strides_for)
+
+        if is_non_overlapping_and_dense_or_false(t):
+            return list(t.stride())
+        return list(make_contiguous_strides_for(t.shape))
     if is_dense_stride(t.shape, t.stride()):
         return list(t.stride())
     return contiguous_stride(t)

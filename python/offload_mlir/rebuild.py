@@ -94,6 +94,15 @@ def inductor_saved_layouts(fw: fx.GraphModule, names: list[str]) -> dict[str, li
     return layouts
 
 
+def same_sizes(a, b) -> bool:
+    """Sizes or strides equal for every value of their symbols, decided
+    without adding a guard (plain ints compare as ints)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    a, b = list(a), list(b)
+    return len(a) == len(b) and all(statically_known_true(x == y) for x, y in zip(a, b))
+
+
 def host_fake(val: torch.Tensor) -> torch.Tensor:
     """The fake value of a host copy of `val` (as offload_start makes it)."""
     return torch.ops.offload.offload_start.default(val, dense_stride(val), [])
@@ -227,7 +236,7 @@ def _realize_like_an_output(src: fx.Node, layout: list[int]) -> None:
     convolution, realized anyway, and asking for the traced strides would
     add a relayout copy."""
     val = src.meta.get("val")
-    if isinstance(val, torch.Tensor) and list(val.stride()) == list(layout):
+    if isinstance(val, torch.Tensor) and same_sizes(val.stride(), layout):
         src.meta["inductor_realize_to_strides"] = True
 
 
@@ -362,8 +371,8 @@ def _rebuild_view(b: _Builder, fw: fx.GraphModule, op, traced: dict[str, torch.T
     placeholder = b.by_name.get(op.node)
     if placeholder is not None and placeholder.op == "placeholder":
         want, got = traced.get(op.node), new.meta["val"]
-        if want is None or (tuple(want.shape), tuple(want.stride()), want.dtype) != (
-                tuple(got.shape), tuple(got.stride()), got.dtype):
+        if want is None or want.dtype != got.dtype or not (
+                same_sizes(want.shape, got.shape) and same_sizes(want.stride(), got.stride())):
             raise RebuildError(f"@{b.fn.name}: rebuilt view {op.node!r} differs from the "
                                "value backward was traced with")
         b.env[placeholder] = new
@@ -452,7 +461,7 @@ def rebuild_step(
         a, b = s.meta.get("val"), traced.get(s.name)
         if not isinstance(a, torch.Tensor) or b is None:
             continue
-        if (a.shape, a.dtype) != (b.shape, b.dtype):
+        if a.dtype != b.dtype or not same_sizes(a.shape, b.shape):
             raise RebuildError(f"saved value {s.name} is {tuple(a.shape)} {a.dtype} in "
                                f"forward but {tuple(b.shape)} {b.dtype} in backward")
         # Its own strides if dense, else contiguous ones (the ops' rule).

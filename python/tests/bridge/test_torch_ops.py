@@ -133,11 +133,11 @@ def test_schemas():
         for name in ("offload_start", "offload_wait", "load", "load_start", "load_wait")
     }
     assert schemas == {
-        "offload_start": "offload::offload_start(Tensor src, int[] stride, Tensor[] after) -> Tensor",
+        "offload_start": "offload::offload_start(Tensor src, SymInt[] stride, Tensor[] after) -> Tensor",
         "offload_wait": "offload::offload_wait(Tensor host, Tensor src, Tensor[] after) -> ()",
-        "load": "offload::load(Tensor host, int[] size, int[] stride, ScalarType dtype, "
+        "load": "offload::load(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype, "
         "Device device, Tensor[] after) -> Tensor",
-        "load_start": "offload::load_start(Tensor host, int[] size, int[] stride, "
+        "load_start": "offload::load_start(Tensor host, SymInt[] size, SymInt[] stride, "
         "ScalarType dtype, Device device, Tensor[] after) -> Tensor",
         "load_wait": "offload::load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()",
     }

@@ -1,0 +1,94 @@
+"""Dynamic shapes: variable sequence lengths keep offloading under each way
+`torch.compile` makes a size dynamic (`dynamic=None` after its automatic
+recompile, `dynamic=True`, `torch._dynamo.mark_dynamic`). The graph is
+planned at its size hints and runs at every length: bytes move at each,
+and losses and gradients are bit-identical to plain `torch.compile` with
+the same dynamic setting (CPU, deterministic, after a control run of plain
+Inductor against itself)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from offload_mlir import models  # noqa: E402
+
+LENGTHS = (16, 24, 40, 12, 33)
+
+
+def _model():
+    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
+    return models.TitanLM(cfg, n_layers=1, max_seq=64, vocab=96)
+
+
+def _batch(length: int, mark: bool):
+    g = torch.Generator().manual_seed(length)
+    tokens = torch.randint(0, 96, (2, length + 1), generator=g)
+    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    if mark:
+        torch._dynamo.mark_dynamic(x, 1)
+        torch._dynamo.mark_dynamic(y, 1)
+    return x, y
+
+
+def _train(backend, mode, on_step=None):
+    """Losses and gradients of one AdamW step per length of LENGTHS."""
+    torch.use_deterministic_algorithms(True)
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    step = torch.compile(model, backend=backend,
+                         dynamic={"none": None, "true": True, "mark_dynamic": False}[mode])
+    losses, grads = [], []
+    for length in LENGTHS:
+        loss = step(*_batch(length, mode == "mark_dynamic"))
+        loss.backward()
+        if on_step is not None:
+            on_step(length)
+        losses.append(loss.detach().clone())
+        grads.append([p.grad.detach().clone() for p in model.parameters()])
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return losses, grads
+
+
+def _assert_bit_identical(a, b):
+    (la, ga), (lb, gb) = a, b
+    for length, x, y in zip(LENGTHS, la, lb):
+        assert torch.equal(x, y), f"loss differs at length {length}: {x} vs {y}"
+    for length, xs, ys in zip(LENGTHS, ga, gb):
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            assert torch.equal(x, y), f"gradient {i} differs at length {length}"
+
+
+@pytest.mark.parametrize("mode", ["none", "true", "mark_dynamic"])
+def test_variable_lengths_offload_at_every_length(offload_mlir, mode):
+    baseline = _train("inductor", mode)
+    _assert_bit_identical(baseline, _train("inductor", mode))
+    moved, hints = {}, []
+
+    def record(length):
+        stats = offload_mlir.runtime_stats()
+        moved[length] = (stats["d2h_bytes"], stats["h2d_bytes"])
+        hints.append(offload_mlir.last_report().get("size_hints"))
+        offload_mlir.reset_runtime_stats()
+
+    offload_mlir.reset_runtime_stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+        result = _train(offload_mlir.backend(min_bytes=0, plan="all"), mode, record)
+    _assert_bit_identical(baseline, result)
+    for length, (d2h, h2d) in moved.items():
+        assert d2h > 0 and d2h == h2d, (length, moved)
+    # Longer batches move more: the copies take each length's sizes.
+    assert moved[40] > moved[33] > moved[24] > moved[16] > moved[12], moved
+    # The graph that served the last lengths was planned at a size hint:
+    # the first length it saw (dynamic=None: the second length, after the
+    # automatic recompile).
+    assert offload_mlir.last_report()["fallback"] is None
+    first_dynamic = 24 if mode == "none" else 16
+    assert hints[-1] and first_dynamic in hints[-1].values(), hints
