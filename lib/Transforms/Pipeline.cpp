@@ -36,9 +36,14 @@ static void buildPipeline(OpPassManager &pm,
   // Recomputation a framework or the user already decided on comes first:
   // the plan is made on the step that will run.
   pm.addPass(createInsertRecomputes());
-  if (options.plan != PlanMode::All || !options.budget.empty()) {
+  // `budget=` without `plan=` plans to the budget (offload-plan refuses it
+  // beside plan=hidden).
+  PlanMode mode = options.plan;
+  if (!options.budget.empty() && !options.plan.hasValue())
+    mode = PlanMode::Budget;
+  if (mode != PlanMode::All || !options.budget.empty()) {
     PlanOffloadsOptions plan;
-    plan.plan = options.plan;
+    plan.plan = mode;
     plan.budget = options.budget;
     plan.maxSlowdown = options.maxSlowdown;
     plan.copyMargin = options.copyMargin;

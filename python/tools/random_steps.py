@@ -984,6 +984,11 @@ def sync_twin_pipeline(options: str) -> str:
     max-inflight-bytes=1, so offload waits sit where the scheduled run puts
     them. Raises ValueError for an option it does not place."""
     opts = dict(tok.split("=", 1) for tok in options.split())
+    # The pipeline's defaults (PassOptionValues.h) where `options` names none;
+    # offload-plan turns plan=all into a budget plan when given a budget.
+    opts.setdefault("min-bytes", str(1 << 20))
+    if "budget" not in opts:
+        opts.setdefault("plan", "hidden")
     unknown = set(opts) - _FIND_OPTIONS - _PLAN_OPTIONS - _MODEL_OPTIONS
     if unknown:
         raise ValueError(f"sync_twin_pipeline: unplaced option(s) {sorted(unknown)}")
@@ -1026,29 +1031,31 @@ class Config:
 
 
 CONFIGS = [
-    # Every configuration names `schedule`: the pipeline's default is
-    # schedule=true, and the synchronous form keeps its own coverage.
-    Config("sync", "schedule=false"),
-    Config("schedule", "schedule=true"),
-    Config("hidden", "plan=hidden schedule=false", hidden=True),
-    Config("budget", "schedule=false", budget="fraction"),
-    Config("budget+schedule", "schedule=true", budget="fraction"),
-    Config("budget-reachable", "schedule=false", budget="reachable", floor="sync"),
-    Config("budget-reachable+schedule", "schedule=true", budget="reachable",
+    # Every configuration names `plan` (plan=all with a budget plans to it),
+    # `min-bytes` and `schedule`, rather than take the pipeline's defaults.
+    Config("sync", "plan=all min-bytes=1024 schedule=false"),
+    Config("schedule", "plan=all min-bytes=1024 schedule=true"),
+    Config("hidden", "min-bytes=1024 plan=hidden schedule=false", hidden=True),
+    Config("budget", "plan=all min-bytes=1024 schedule=false", budget="fraction"),
+    Config("budget+schedule", "plan=all min-bytes=1024 schedule=true", budget="fraction"),
+    Config("budget-reachable", "plan=all min-bytes=1024 schedule=false", budget="reachable",
+           floor="sync"),
+    Config("budget-reachable+schedule", "plan=all min-bytes=1024 schedule=true", budget="reachable",
            floor="schedule"),
-    Config("min-bytes=0+inflight", "min-bytes=0 schedule=true max-inflight-bytes=16KiB"),
-    Config("schedule+at-wait", "schedule=true release=at-wait"),
-    Config("hidden+schedule", "plan=hidden schedule=true", hidden=True),
+    Config("min-bytes=0+inflight",
+           "plan=all min-bytes=0 schedule=true max-inflight-bytes=16KiB"),
+    Config("schedule+at-wait", "plan=all min-bytes=1024 schedule=true release=at-wait"),
+    Config("hidden+schedule", "min-bytes=1024 plan=hidden schedule=true", hidden=True),
     # What the PyTorch bridge runs by default.
-    Config("bridge", "plan=hidden schedule=true release=at-wait fuse-memory-bound=true",
-           hidden=True),
+    Config("bridge", "min-bytes=1024 plan=hidden schedule=true release=at-wait "
+           "fuse-memory-bound=true", hidden=True),
     # The same, with the buffers the code generator keeps for reuse held.
-    Config("bridge+reuse", "plan=hidden schedule=true release=at-wait "
+    Config("bridge+reuse", "min-bytes=1024 plan=hidden schedule=true release=at-wait "
            "fuse-memory-bound=true reuse-freed-buffers=true", hidden=True),
     # Small copies issued at one point move as one transfer.
     Config("coalesce", "plan=hidden schedule=true min-bytes=0 coalesce-below=1MiB",
            hidden=True),
-    Config("coalesce+at-wait", "schedule=true min-bytes=0 coalesce-below=1MiB "
+    Config("coalesce+at-wait", "plan=all schedule=true min-bytes=0 coalesce-below=1MiB "
            "release=at-wait"),
 ]
 

@@ -1,5 +1,5 @@
 // The main job: the offload pipeline on one traced Llama-3-8B layer.
-// RUN: offload-opt %S/llama_block.mlir --offload-activations="schedule=false report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %S/llama_block.mlir --offload-activations="plan=all min-bytes=1024 schedule=false report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 // RUN: offload-opt %t.mlir -o /dev/null
 

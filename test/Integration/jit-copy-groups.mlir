@@ -9,7 +9,7 @@
 //
 // RUN: offload-opt %s %{bufferize} --buffer-deallocation-pipeline %{lower} \
 // RUN:   | %mlir_runner > %t.plain
-// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=true coalesce-below=1MiB max-inflight-bytes=1" > %t.grouped.mlir
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0 schedule=true coalesce-below=1MiB max-inflight-bytes=1" > %t.grouped.mlir
 // RUN: FileCheck %s --check-prefix=GROUPS < %t.grouped.mlir
 // RUN: offload-opt %t.grouped.mlir %{bufferize} --buffer-deallocation-pipeline %{lower} \
 // RUN:   | env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner > %t.grouped

@@ -17,13 +17,13 @@
 // RUN: offload-opt %s %{bufferize} --buffer-deallocation-pipeline %{lower} \
 // RUN:   | %mlir_runner > %t.plain
 // RUN: FileCheck %s --check-prefixes=CHECK,PLAIN < %t.plain
-// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=false" %{bufferize} \
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0 schedule=false" %{bufferize} \
 // RUN:   --buffer-deallocation-pipeline %{lower} | %mlir_runner > %t.offloaded
 // RUN: FileCheck %s --check-prefixes=CHECK,OFFLOADED < %t.offloaded
 // The scheduled form (start/wait, through bufferization of the futures) has
 // the same peak, and buffer deallocation frees every buffer a wait yields:
 // nothing is left in use at the end.
-// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=true" \
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0 schedule=true" \
 // RUN:   %{bufferize} --buffer-deallocation-pipeline %{lower} \
 // RUN:   | %mlir_runner > %t.scheduled
 // RUN: FileCheck %s --check-prefixes=CHECK,SCHEDULED < %t.scheduled

@@ -7,12 +7,12 @@
 //
 // RUN: offload-opt %s %{to-llvm} | %mlir_runner > %t.plain
 // RUN: FileCheck %s --check-prefixes=CHECK,PLAIN < %t.plain
-// RUN: offload-opt %s --offload-activations="schedule=false min-bytes=0" > %t.offloaded.mlir
+// RUN: offload-opt %s --offload-activations="plan=all schedule=false min-bytes=0" > %t.offloaded.mlir
 // RUN: FileCheck %s --check-prefix=IR < %t.offloaded.mlir
 // RUN: offload-opt %t.offloaded.mlir %{to-llvm} \
 // RUN:   | env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner > %t.offloaded
 // RUN: FileCheck %s --check-prefixes=CHECK,OFFLOADED < %t.offloaded
-// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=true" %{to-llvm} \
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0 schedule=true" %{to-llvm} \
 // RUN:   | env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner > %t.scheduled
 // RUN: FileCheck %s --check-prefixes=CHECK,OFFLOADED < %t.scheduled
 

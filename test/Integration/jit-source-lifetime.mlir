@@ -12,7 +12,7 @@
 // RUN: offload-opt %s %{bufferize} --buffer-deallocation-pipeline %{lower} \
 // RUN:   | %mlir_runner > %t.plain
 // RUN: FileCheck %s --check-prefixes=CHECK,PLAIN < %t.plain
-// RUN: offload-opt %s --offload-activations="min-bytes=0" %{bufferize} \
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0" %{bufferize} \
 // RUN:   --buffer-deallocation-pipeline %{lower} > %t.offloaded.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.offloaded.mlir
 // RUN: env OFFLOAD_RT_SIM_LATENCY_US=500 %mlir_runner < %t.offloaded.mlir \

@@ -3,13 +3,13 @@
 // and loaded back. Both runs must print the same values.
 //
 // RUN: offload-opt %s %{to-llvm} | %mlir_runner | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.plain
-// RUN: offload-opt %s --offload-activations="schedule=false min-bytes=0" %{to-llvm} > %t.offloaded.mlir
+// RUN: offload-opt %s --offload-activations="plan=all schedule=false min-bytes=0" %{to-llvm} > %t.offloaded.mlir
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.offloaded.mlir
 // RUN: env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner < %t.offloaded.mlir | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.offloaded
 // RUN: diff %t.plain %t.offloaded
 // RUN: FileCheck %s < %t.offloaded
 // The scheduled form: split copies, load started ahead of its wait.
-// RUN: offload-opt %s --offload-activations="min-bytes=0 schedule=true" %{to-llvm} > %t.scheduled.mlir
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0 schedule=true" %{to-llvm} > %t.scheduled.mlir
 // RUN: FileCheck %s --check-prefix=SCHEDULED < %t.scheduled.mlir
 // RUN: env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner < %t.scheduled.mlir | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.scheduled
 // RUN: diff %t.plain %t.scheduled

@@ -1,8 +1,8 @@
-// RUN: offload-opt %s -split-input-file -offload-activations=schedule=false | FileCheck %s
+// RUN: offload-opt %s -split-input-file -offload-activations="plan=all min-bytes=1024 schedule=false" | FileCheck %s
 // RUN: offload-opt %s -split-input-file -offload-find-saved-activations -offload-insert-offloads -offload-reorder-backward -offload-insert-loads | FileCheck %s
 // The default schedules the copies (schedule=true): the same places, split
 // into start and wait.
-// RUN: offload-opt %s -split-input-file -offload-activations | FileCheck %s --check-prefix=DEFAULT
+// RUN: offload-opt %s -split-input-file -offload-activations="plan=all min-bytes=1024" | FileCheck %s --check-prefix=DEFAULT
 
 // An MLP step in upstream linalg/arith/math/tensor: the hidden activation is
 // offloaded after its last forward use and loaded right before the view

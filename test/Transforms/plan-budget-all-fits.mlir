@@ -5,7 +5,7 @@
 // fits" while naming a smallest predicted peak (132 KiB, both offloaded)
 // below the budget. It now falls back to offloading everything, then drops
 // what the budget does not need.
-// RUN: offload-opt %s -offload-activations="budget=140000 report=text" -o /dev/null 2>&1 | FileCheck %s
+// RUN: offload-opt %s -offload-activations="min-bytes=1024 budget=140000 report=text" -o /dev/null 2>&1 | FileCheck %s
 
 // CHECK: offload report: @forward -> @backward: 2 of 2 saved results offloaded
 // CHECK: peak device memory 148.0 KiB -> 132.0 KiB

@@ -10,14 +10,14 @@
 // drain forward's copies before backward starts): the planner fails naming
 // the same smallest peak as before.
 // RUN: %python %offload_src/python/benchmarks/scaling.py --emit-only %t --sizes 3000 --tokens 512 > /dev/null
-// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="recompute=false schedule=false budget=0.9 report=json report-file=-" -o /dev/null | FileCheck %s --check-prefix=SYNC
-// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="recompute=false budget=0.9 schedule=true report=json report-file=-" -o /dev/null | FileCheck %s --check-prefix=SCHED
-// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="recompute=false schedule=false budget=0.75 report=json report-file=-" -o /dev/null | FileCheck %s --check-prefix=SYNC75
-// RUN: not offload-opt %t/scaling_3000.mlir --offload-activations="recompute=false schedule=false budget=0.6" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFIT
+// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="min-bytes=1024 recompute=false schedule=false budget=0.9 report=json report-file=-" -o /dev/null | FileCheck %s --check-prefix=SYNC
+// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="min-bytes=1024 recompute=false budget=0.9 schedule=true report=json report-file=-" -o /dev/null | FileCheck %s --check-prefix=SCHED
+// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="min-bytes=1024 recompute=false schedule=false budget=0.75 report=json report-file=-" -o /dev/null | FileCheck %s --check-prefix=SYNC75
+// RUN: not offload-opt %t/scaling_3000.mlir --offload-activations="min-bytes=1024 recompute=false schedule=false budget=0.6" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFIT
 // Scheduled with release=at-wait, 0.75 is out of reach (the offloads hold
 // their sources until their waits; smallest peak 46.99 MiB): the planner
 // plans it synchronously, where it fits (plan-budget-synchronous.mlir).
-// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="recompute=false budget=0.75 schedule=true release=at-wait fuse-memory-bound=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AT-WAIT
+// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="min-bytes=1024 recompute=false budget=0.75 schedule=true release=at-wait fuse-memory-bound=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AT-WAIT
 // SYNC: "offloaded_values": 49,
 // SYNC: "peak_bytes_after": 57005568,
 // SYNC: "step_seconds_after": 0.00465281816436362

@@ -1,8 +1,8 @@
 // Regression tests: the planner must predict the copies where the pipeline
 // puts them, or a plan it says fits the budget does not.
-// RUN: not offload-opt %s -split-input-file -offload-activations="schedule=false budget=0.95" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s
-// RUN: not offload-opt %s -split-input-file -offload-activations="schedule=false budget=0.95" -mlir-print-op-on-diagnostic=false 2>/dev/null | FileCheck %s --check-prefix=FIT
-// RUN: offload-opt %s -split-input-file -offload-activations="schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALL
+// RUN: not offload-opt %s -split-input-file -offload-activations="min-bytes=1024 schedule=false budget=0.95" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s
+// RUN: not offload-opt %s -split-input-file -offload-activations="min-bytes=1024 schedule=false budget=0.95" -mlir-print-op-on-diagnostic=false 2>/dev/null | FileCheck %s --check-prefix=FIT
+// RUN: offload-opt %s -split-input-file -offload-activations="plan=all min-bytes=1024 schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALL
 
 // Before the fix both steps "fit" 95% of their peak, and the report of the
 // plan predicted the full peak (72 KiB -> 72 KiB) and a slower step.

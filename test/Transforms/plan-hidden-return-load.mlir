@@ -3,7 +3,7 @@
 // pipeline then loads it right before the return, where nothing hides the
 // copy (the step got 56% slower, the guarantee is 1%). Found by
 // test/Transforms/property/random-steps.mlir.
-// RUN: offload-opt %s -offload-activations="plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s
+// RUN: offload-opt %s -offload-activations="min-bytes=1024 plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s
 
 // CHECK: 1  aten.exp.default "a" {{.*}} kept: plan: its copy cannot be hidden under compute
 // CHECK: step 18.0 us -> 18.0 us (exposed copies 0.0 us)

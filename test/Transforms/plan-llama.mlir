@@ -5,14 +5,14 @@
 // One layer: everything eligible offloaded, copies synchronous (the default)
 // or scheduled; plan=hidden keeps what the link hides; a budget below the
 // reachable peak is diagnosed.
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-SCHED
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=true budget=0.95 report=text" -o %t.block.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK-BUDGET
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-SCHED
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=0.95 report=text" -o %t.block.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK-BUDGET
 // RUN: offload-opt %t.block.mlir -o /dev/null
-// RUN: not offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false schedule=true budget=2GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-NOFIT
+// RUN: not offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=2GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-NOFIT
 
 // Saved views of one storage move as one copy (q, k and v's input is one
 // 64 MiB copy, not three): 17 copies each way, where one per saved value
@@ -37,15 +37,15 @@
 // BLOCK-NOFIT: error: no plan fits the budget of 2.00 GiB (2147483648 bytes): the smallest predicted peak is 2.05 GiB (2198355984 bytes); without offload it is 2.49 GiB (2669232144 bytes)
 
 // Eight layers.
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-SCHED
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN-NOMARGIN
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true plan=hidden max-slowdown=0.01 copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN1
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true budget=15GiB report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-BUDGET
-// RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="recompute=false schedule=true budget=13GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-SCHED
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN-NOMARGIN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden max-slowdown=0.01 copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN1
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=15GiB report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-BUDGET
+// RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=13GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
 
 // L8: total: offloaded 136 values, 13.0 GiB; kept 90 values, 3.3 GiB
 // L8-NEXT: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 618.694 ms (exposed copies 458.670 ms)
@@ -69,9 +69,9 @@
 // L8-NOFIT: error: no plan fits the budget of 13.00 GiB (13958643712 bytes): the smallest predicted peak is 14.00 GiB
 
 // Option errors.
-// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="recompute=false plan=some" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPLAN
-// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="recompute=false plan=budget" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBUDGET
-// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="recompute=false budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
+// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="min-bytes=1024 recompute=false plan=some" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPLAN
+// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="min-bytes=1024 recompute=false plan=budget" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBUDGET
+// RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="min-bytes=1024 recompute=false budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // BADPLAN: for the --plan option: 'some' is not one of all, hidden, budget
 // NOBUDGET: error: plan=budget needs budget=
 // BADBUDGET: error: option budget: 'lots' is not a byte size

@@ -6,7 +6,7 @@
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 // RUN: offload-opt %s --offload-activations="min-bytes=0 budget=0.9 report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 // The plan=all pipeline plans nothing and records nothing.
-// RUN: offload-opt %s --offload-activations="min-bytes=0" | FileCheck %s --check-prefix=ALL
+// RUN: offload-opt %s --offload-activations="plan=all min-bytes=0" | FileCheck %s --check-prefix=ALL
 
 // REPORT: predicted (h100-pcie5): {{.*}} peak device memory {{.*}} -> [[PEAK:[0-9.]+ [KMG]?i?B]]; step {{.*}} -> [[STEP:[0-9.]+ [mu]s]]
 // REPORT-NEXT: offload-plan predicted for its plan: peak device memory [[PEAK]]; step [[STEP]]

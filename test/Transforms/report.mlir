@@ -1,20 +1,20 @@
-// RUN: offload-opt %s -offload-activations="schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT
-// RUN: offload-opt %s -offload-activations="schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
-// RUN: offload-opt %s -offload-activations=schedule=false -offload-report="format=json output=%t.json" -o /dev/null && FileCheck %s --check-prefix=JSON < %t.json
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false" -offload-report="format=json output=%t.json" -o /dev/null && FileCheck %s --check-prefix=JSON < %t.json
 // The issue's spelling, --offload-report=json, works too.
-// RUN: offload-opt %s -offload-activations=schedule=false -offload-report=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false" -offload-report=json -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 // The report goes to stderr by default, never into the IR on stdout;
 // report-file=- (output=- for the pass) asks for stdout.
-// RUN: offload-opt %s -offload-activations="schedule=false report=text" 2>/dev/null | FileCheck %s --check-prefix=IR --implicit-check-not="offload report"
-// RUN: offload-opt %s -offload-activations=schedule=false -offload-report 2>/dev/null | FileCheck %s --check-prefix=IR --implicit-check-not="offload report"
-// RUN: offload-opt %s -offload-activations="schedule=false report=text report-file=-" -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=TEXT
-// RUN: offload-opt %s -offload-activations=schedule=false -offload-report="format=json output=-" -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=JSON
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false report=text" 2>/dev/null | FileCheck %s --check-prefix=IR --implicit-check-not="offload report"
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false" -offload-report 2>/dev/null | FileCheck %s --check-prefix=IR --implicit-check-not="offload report"
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false report=text report-file=-" -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=TEXT
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false" -offload-report="format=json output=-" -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=JSON
 // IR: func.func @forward
 // IR: func.func @backward
 // RUN: not offload-opt %s -offload-report="format=yaml" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not offload-opt %s -offload-report="device-profile=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROFILE
 // RUN: echo '{"name": "slow-link", "h2d_GBps": 1, "d2h_GBps": 1, "both_ways_GBps": 2}' > %t.profile.json
-// RUN: offload-opt %s -offload-activations=schedule=false -offload-report="device-profile=%t.profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SLOW
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=false" -offload-report="device-profile=%t.profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SLOW
 // RUN: echo '{"h2d_gbps": 1}' > %t.typo.json
 // RUN: not offload-opt %s -offload-report="device-profile=%t.typo.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TYPO
 

@@ -4,10 +4,10 @@
 // first view is needed, and rebuilds each view right before its first real
 // consumer. The planner, the scheduler and the report count that one copy.
 //
-// RUN: offload-opt %s -split-input-file --offload-activations="schedule=false min-bytes=0" | FileCheck %s --check-prefix=SYNC
-// RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true" | FileCheck %s --check-prefix=SCHED
-// RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
-// RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
+// RUN: offload-opt %s -split-input-file --offload-activations="plan=all schedule=false min-bytes=0" | FileCheck %s --check-prefix=SYNC
+// RUN: offload-opt %s -split-input-file --offload-activations="plan=all min-bytes=0 schedule=true" | FileCheck %s --check-prefix=SCHED
+// RUN: offload-opt %s -split-input-file --offload-activations="plan=all min-bytes=0 schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %s -split-input-file --offload-activations="plan=all min-bytes=0 schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 // Three copies of a third each (three copy latencies) cannot be hidden under
 // the compute; the one copy can, so plan=hidden offloads it.
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HIDDEN

@@ -3,7 +3,7 @@
 // lowering store them), the same in the selection, the report and the cost
 // model's memory.
 // RUN: offload-opt %s -offload-find-saved-activations | FileCheck %s
-// RUN: offload-opt %s -offload-activations="report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
+// RUN: offload-opt %s -offload-activations="plan=all min-bytes=1024 report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=JSON
 
 // 1024 elements of i1 or i4 are 1024 bytes, not 128 or 512: at min-bytes=1024
 // both are offloaded. 512 of f8E4M3FN are 512 bytes and stay.

@@ -3,9 +3,9 @@
 // (StepModelBuilder::addOp, on offload.wait). The read was of freed memory;
 // with glibc told to poison freed memory (no tcache, MALLOC_PERTURB_) it
 // crashed every time. Found by test/Transforms/property/random-steps.mlir.
-// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s
-// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="schedule=true" | FileCheck %s --check-prefix=IR
-// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="schedule=true" | FileCheck %s --check-prefix=WAITS
+// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s
+// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=true" | FileCheck %s --check-prefix=IR
+// RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=true" | FileCheck %s --check-prefix=WAITS
 
 // The last saved value is also the forward output, so it stays.
 // CHECK: offload report: @forward -> @backward: 23 of 24 saved results offloaded

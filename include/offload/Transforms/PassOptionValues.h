@@ -45,9 +45,16 @@ enum class ReportFormat {
 
 /// Defaults shared by several options.
 namespace defaults {
-/// `min-bytes`: smaller values stay on the device.
+/// `min-bytes` of offload-find-saved-activations: smaller values stay on the
+/// device.
 inline constexpr int64_t kMinBytes = 1024;
+/// `plan` of offload-plan.
 inline constexpr PlanMode kPlan = PlanMode::All;
+/// The offload-activations pipeline's `min-bytes` and `plan`, which the
+/// Python bridge's defaults repeat (OffloadOptions): only values of 1 MiB
+/// and more, and only what the cost model predicts the link hides.
+inline constexpr int64_t kPipelineMinBytes = 1 << 20;
+inline constexpr PlanMode kPipelinePlan = PlanMode::Hidden;
 /// `max-slowdown` of plan=hidden: none, so "hidden" means what the model
 /// hides entirely. On the H100 a plan allowed 1% kept a copy whose predicted
 /// 1.76 ms stall was measured at 1.77 ms, for 0.09 GiB more off the peak.

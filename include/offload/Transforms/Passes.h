@@ -27,8 +27,9 @@ struct OffloadPipelineOptions
     : public PassPipelineOptions<OffloadPipelineOptions> {
   PassOptions::Option<int64_t> minBytes{
       *this, "min-bytes",
-      llvm::cl::desc("Values smaller than this stay on the device"),
-      llvm::cl::init(defaults::kMinBytes)};
+      llvm::cl::desc("Values smaller than this stay on the device (default: "
+                     "1 MiB)"),
+      llvm::cl::init(defaults::kPipelineMinBytes)};
   PassOptions::ListOption<std::string> denyOps{
       *this, "deny-ops",
       llvm::cl::desc("Producers (op names or trace targets) whose results "
@@ -43,8 +44,10 @@ struct OffloadPipelineOptions
                      "for standard output, or a file"),
       llvm::cl::init(defaults::kReportFile)};
   PassOptions::Option<PlanMode> plan{
-      *this, "plan", llvm::cl::desc("What to offload: all, hidden or budget"),
-      llvm::cl::init(defaults::kPlan), planModeValues()};
+      *this, "plan",
+      llvm::cl::desc("What to offload: all, hidden (the default) or budget "
+                     "(what budget= alone means)"),
+      llvm::cl::init(defaults::kPipelinePlan), planModeValues()};
   PassOptions::Option<std::string> budget{
       *this, "budget",
       llvm::cl::desc("Device memory budget (20GiB, 16GB, ...) or a fraction "

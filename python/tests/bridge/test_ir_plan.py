@@ -37,7 +37,7 @@ def test_shared_copy_reads_back(offload_opt, tmp_path):
     src = tmp_path / "qkv.mlir"
     src.write_text(QKV_STEP)
     out = subprocess.run(
-        [offload_opt, str(src), "--offload-activations=min-bytes=0 schedule=true"],
+        [offload_opt, str(src), "--offload-activations=plan=all min-bytes=0 schedule=true"],
         check=True, capture_output=True, text=True).stdout
     functions = read_step(out)
     fw, bw = functions["forward"], functions["backward"]

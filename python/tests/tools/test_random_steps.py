@@ -173,7 +173,8 @@ def test_check_reports_a_failing_tool(tmp_path, capsys):
 def test_sync_twin_pipeline():
     """The synchronous twin runs the pipeline's passes with the same plan
     options, without offload-schedule-copies, and reports in JSON."""
-    twin = random_steps.sync_twin_pipeline("min-bytes=0 schedule=true max-inflight-bytes=16KiB")
+    twin = random_steps.sync_twin_pipeline(
+        "plan=all min-bytes=0 schedule=true max-inflight-bytes=16KiB")
     assert twin == ("builtin.module(offload-find-saved-activations{min-bytes=0},"
                     "offload-insert-offloads,offload-reorder-backward,offload-insert-loads,"
                     "offload-report{format=json output=-})")

@@ -8,7 +8,7 @@
 // counts them as buffers of their own: the peak without offload dropped from
 // 3255224 to 2739120 bytes and 0.832 of it is out of reach. A budget of 0.89
 // of the peak (2437816 bytes) is met with six offloads and hoisted loads.
-// RUN: offload-opt %s -offload-activations="budget=0.8900 schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s
+// RUN: offload-opt %s -offload-activations="min-bytes=1024 budget=0.8900 schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s
 // CHECK: "peak_bytes_after": 2430136,
 // CHECK: "peak_bytes_before": 2739120,
 

@@ -12,10 +12,10 @@
 // buffer of its own: the peak without offload dropped from 287872 to 222336
 // bytes, and the smallest reachable one is 218240 bytes. The numbers below are
 // the new model's; the budgets keep one case out of reach and one in reach.
-// RUN: not offload-opt %s -offload-activations="budget=218000" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s
+// RUN: not offload-opt %s -offload-activations="min-bytes=1024 budget=218000" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s
 // CHECK: error: no plan fits the budget of 212.89 KiB (218000 bytes): the smallest predicted peak is 213.12 KiB (218240 bytes); without offload it is 217.12 KiB (222336 bytes)
 // A budget the plan can meet is met.
-// RUN: offload-opt %s -offload-activations="budget=220000 report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIT
+// RUN: offload-opt %s -offload-activations="min-bytes=1024 budget=220000 report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIT
 // FIT: "peak_bytes_after": 218240,
 
 // Random training step 11 of seed 26: 90 ops (35 forward, 55 backward), 3 outputs, 12 saved values, element type bf16.
