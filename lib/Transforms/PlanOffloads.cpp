@@ -376,6 +376,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
           << maxRecompute;
       return signalPassFailure();
     }
+    // A new plan replaces the placements of any earlier one.
+    for (const TrainingStep &step : steps) {
+      removePlacements(step.getForward());
+      removePlacements(step.getBackward());
+    }
     for (const TrainingStep &step : steps)
       if (failed(planStepJointly(step, costModel, execution, mode, *inflight)))
         return signalPassFailure();
@@ -698,16 +703,24 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   /// the copies exist are ops that the passes in between keep in order,
   /// except views, which offload-reorder-backward moves: a copy placed
   /// before a view goes before the next op that is no view (views take no
-  /// time and hold no memory of their own). A wait at the end of forward
-  /// needs no record.
+  /// time and hold no memory of their own), and never a constant, which
+  /// canonicalization may fold or hoist. A copy placed at the end of its
+  /// function is recorded on the terminator, so every copy has a placement
+  /// and offload-schedule-copies can tell a lost one.
   void recordPlacements(const TrainingStep &step, const StepModel &model,
                         const CopyPlan &plan) {
     unsigned numOps = model.getNumOps(), numForward = model.getNumForwardOps();
-    auto anchorAt = [&](unsigned pos, unsigned end) -> Operation * {
-      for (; pos < end; ++pos)
-        if (!getViewSource(model.getOp(pos)))
-          return model.getOp(pos);
-      return nullptr;
+    // The op at or after `pos` that the passes in between keep: no view, and
+    // no constant (canonicalization folds, hoists and merges those); the
+    // terminator of `block` if none is.
+    auto anchorAt = [&](unsigned pos, unsigned end,
+                        FunctionOpInterface function) -> Operation * {
+      for (; pos < end; ++pos) {
+        Operation *op = model.getOp(pos);
+        if (!getViewSource(op) && !op->hasTrait<OpTrait::ConstantLike>())
+          return op;
+      }
+      return function.getFunctionBody().front().getTerminator();
     };
     SmallVector<SmallVector<int64_t>> carried(plan.copies.size());
     for (unsigned l = 0, e = step.getNumSaved(); l < e; ++l) {
@@ -733,14 +746,17 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     // loads of a position in the recorded order.
     for (unsigned index : loads) {
       const PlannedCopy &copy = plan.copies[index];
-      if (Operation *anchor = anchorAt(copy.issuePos, numOps))
-        llvm::append_range(loadStarts[anchor], carried[index]);
+      llvm::append_range(
+          loadStarts[anchorAt(copy.issuePos, numOps, step.getBackward())],
+          carried[index]);
     }
     for (auto [index, copy] : llvm::enumerate(plan.copies)) {
-      if (copy.kind != PlannedCopy::Kind::Offload || copy.waitPos >= numForward)
+      if (copy.kind != PlannedCopy::Kind::Offload)
         continue;
-      if (Operation *anchor = anchorAt(copy.waitPos, numForward))
-        llvm::append_range(offloadWaits[anchor], carried[index]);
+      llvm::append_range(
+          offloadWaits[anchorAt(std::min(copy.waitPos, numForward), numForward,
+                                step.getForward())],
+          carried[index]);
     }
     Builder builder(&getContext());
     for (auto &[op, indices] : loadStarts)

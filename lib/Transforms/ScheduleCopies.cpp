@@ -133,9 +133,10 @@ static Operation *getReachableAnchor(const StepModel &model, Operation *op,
 }
 
 /// Moves the wait of each offload up to its release point in `plan` (see
-/// StepModel::placeOffloadWaits).
+/// StepModel::placeOffloadWaits), except those in `placed`.
 static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan,
-                             ArrayRef<Operation *> startOf) {
+                             ArrayRef<Operation *> startOf,
+                             const llvm::SmallPtrSetImpl<Operation *> &placed) {
   for (auto [copy, startOp] : llvm::zip_equal(plan.copies, startOf)) {
     if (copy.kind != PlannedCopy::Kind::Offload ||
         copy.waitPos >= model.getNumForwardOps())
@@ -145,7 +146,7 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan,
       continue;
     auto wait = dyn_cast<WaitOp>(*start.getFuture().getUsers().begin());
     Operation *target = model.getOp(copy.waitPos);
-    if (!wait || wait->getBlock() != start->getBlock() ||
+    if (!wait || placed.contains(wait) || wait->getBlock() != start->getBlock() ||
         target->getBlock() != wait->getBlock() ||
         !start->isBeforeInBlock(target) || !target->isBeforeInBlock(wait))
       continue;
@@ -171,24 +172,24 @@ static FailureOr<ArrayRef<int64_t>> getStamp(Operation *op, StringRef name,
   return indices.asArrayRef();
 }
 
+/// Removes offload-plan's placement stamps from `step`.
+static void dropRecordedPlacements(const TrainingStep &step) {
+  removePlacements(step.getForward());
+  removePlacements(step.getBackward());
+}
+
 /// Places the copies where offload-plan recorded them: each load start of a
 /// saved value named by a `load_starts` stamp right before the stamped op
 /// (in the stamp's order), each offload wait named by an `offload_waits`
 /// stamp right before its op; then removes the stamps. A copy stays where it
 /// is if the stamped op is not between its start and its wait (the IR
 /// changed since the plan), and moves only as far as the ops it crosses
-/// commute with it. Sets `found` if the step has any stamp.
-/// Removes offload-plan's placement stamps from `step`.
-static void dropRecordedPlacements(const TrainingStep &step) {
-  for (FunctionOpInterface function : {step.getForward(), step.getBackward()})
-    for (Operation &op : function.getFunctionBody().front()) {
-      op.removeAttr(OffloadDialect::kLoadStartsAttrName);
-      op.removeAttr(OffloadDialect::kOffloadWaitsAttrName);
-    }
-}
-
-static LogicalResult placeAsRecorded(const TrainingStep &step,
-                                     const StepModel &model, bool &found) {
+/// commute with it. A stamp on a constant is not a placement (other passes
+/// fold and hoist constants). Adds each copy op it placed (a load start, an
+/// offload wait) to `placed`, and sets `found` if the step has any stamp.
+static LogicalResult
+placeAsRecorded(const TrainingStep &step, const StepModel &model,
+                llvm::SmallPtrSetImpl<Operation *> &placed, bool &found) {
   unsigned numSaved = step.getNumSaved();
   Block &forward = step.getForward().getFunctionBody().front();
   Block &backward = step.getBackward().getFunctionBody().front();
@@ -217,11 +218,12 @@ static LogicalResult placeAsRecorded(const TrainingStep &step,
       if (wait.getFuture().getDefiningOp<OffloadStartOp>())
         offloadWaitOf[i] = wait;
 
-  llvm::SmallPtrSet<Operation *, 16> placed;
   for (Operation &anchor : llvm::make_early_inc_range(backward)) {
     FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, loadName, numSaved);
     if (failed(indices))
       return failure();
+    if (anchor.hasTrait<OpTrait::ConstantLike>())
+      indices = ArrayRef<int64_t>();
     for (int64_t index : *indices) {
       LoadStartOp start = loadOf[index];
       if (!start || !placed.insert(start).second)
@@ -260,6 +262,8 @@ static LogicalResult placeAsRecorded(const TrainingStep &step,
     FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, waitName, numSaved);
     if (failed(indices))
       return failure();
+    if (anchor.hasTrait<OpTrait::ConstantLike>())
+      indices = ArrayRef<int64_t>();
     for (int64_t index : *indices) {
       WaitOp wait = offloadWaitOf[index];
       if (!wait || !placed.insert(wait).second)
@@ -380,11 +384,35 @@ static LogicalResult placeCopies(const TrainingStep &step,
     return failure();
   // Where offload-plan placed the copies, they go there: the prediction it
   // recorded is then of this IR's placements, not of a second derivation.
+  // A copy whose placement is gone (another pass dropped or folded its
+  // stamp) is placed below as without a plan, with a remark.
   bool recorded = false;
-  if (failed(placeAsRecorded(step, *model, recorded)))
+  llvm::SmallPtrSet<Operation *, 16> placed;
+  if (failed(placeAsRecorded(step, *model, placed, recorded)))
     return failure();
-  if (recorded)
-    return success();
+  if (recorded) {
+    bool missing = false;
+    for (Block *block : {&step.getForward().getFunctionBody().front(),
+                         &step.getBackward().getFunctionBody().front()})
+      for (Operation &op : *block) {
+        bool isCopy = isa<LoadStartOp>(op) ||
+                      (isa<WaitOp>(op) && cast<WaitOp>(op)
+                                              .getFuture()
+                                              .getDefiningOp<OffloadStartOp>());
+        if (!isCopy || placed.contains(&op))
+          continue;
+        missing = true;
+        op.emitRemark() << "offload-plan's placement of this copy is gone "
+                           "(another pass dropped its stamp); placed by the "
+                           "cost model instead";
+      }
+    if (!missing)
+      return success();
+    // The recorded moves changed the positions: model the IR as it is now.
+    model = StepModel::build(step, costModel, execution);
+    if (failed(model))
+      return failure();
+  }
   CopyPlan plan = model->getPlanInIR();
   // Where each copy starts now (grouping moves a copy's issue position to
   // its group's).
@@ -428,6 +456,8 @@ static LogicalResult placeCopies(const TrainingStep &step,
     anchors.push_back(anchorOf(plan.copies[index].issuePos));
   for (auto [load, anchor] : llvm::zip_equal(loads, anchors)) {
     LoadStartOp start = load.second;
+    if (placed.contains(start))
+      continue;
     // Never above the definition of the host value.
     Operation *target = anchor;
     Operation *def = start.getSource().getDefiningOp();
@@ -440,7 +470,7 @@ static LogicalResult placeCopies(const TrainingStep &step,
     if (target != start)
       moveOpBefore(start, target->getIterator());
   }
-  moveOffloadWaits(*model, plan, startOf);
+  moveOffloadWaits(*model, plan, startOf, placed);
   return success();
 }
 

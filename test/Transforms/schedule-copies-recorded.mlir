@@ -3,6 +3,8 @@
 // copies places the copies there instead of deriving placements again, and
 // removes the stamps. Without the stamps, the first case would place
 // otherwise: the load of %arg1 above %a, the offload's wait below math.sin.
+// A wait at the end of forward is recorded on the return (every copy has a
+// placement; a missing one is a remark, see placements-between-passes.mlir).
 // RUN: offload-opt %s -split-input-file -allow-unregistered-dialect -verify-diagnostics -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1000 h2d-gbps=1000 both-ways-gbps=2000 copy-latency-us=0 op-overhead-us=0" | FileCheck %s
 
 // Two loads stamped on one op start there in the stamp's order; the load
@@ -36,7 +38,7 @@ func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, 
   %q = math.exp %p : tensor<1000xf32>
   %h2 = offload.offload_to_cpu %q : tensor<1000xf32> -> tensor<1000xf32, #offload.host>
   %z = math.sin %q : tensor<1000xf32>
-  return %z, %h, %h1, %h2 : tensor<1000xf32>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>
+  return {offload.offload_waits = array<i64: 1, 2>} %z, %h, %h1, %h2 : tensor<1000xf32>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>
 }
 func.func @backward(%s0: tensor<1000xf32, #offload.host>, %s1: tensor<1000xf32, #offload.host>, %s2: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
   %a = math.exp %g : tensor<1000xf32>
@@ -72,7 +74,7 @@ func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, 
   %p = math.exp %e : tensor<1000xf32>
   %h1 = offload.offload_to_cpu %p : tensor<1000xf32> -> tensor<1000xf32, #offload.host>
   %z = math.sin %p : tensor<1000xf32>
-  return %z, %h, %h1 : tensor<1000xf32>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>
+  return {offload.offload_waits = array<i64: 0, 1>} %z, %h, %h1 : tensor<1000xf32>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>
 }
 func.func @backward(%s0: tensor<1000xf32, #offload.host>, %s1: tensor<1000xf32, #offload.host>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
   %a = math.exp %g {offload.load_starts = array<i64: 1>} : tensor<1000xf32>

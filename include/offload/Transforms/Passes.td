@@ -284,7 +284,11 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     model issues a position's loads before its waits. A copy stays where it
     is if its stamped op is not between its start and its wait, and moves
     only as far as the effects rule above allows. This pass's own options
-    then play no part; the planner used the same ones.
+    then play no part; the planner used the same ones. The planner records
+    a placement for every copy (one at the end of its function on the
+    terminator) and never on a constant; a copy whose stamp another pass
+    dropped, or that is stamped on a constant, is placed as without a plan,
+    with a remark at the copy.
 
     ```mlir
     // offload-plan placed this load's start before %b:

@@ -129,6 +129,13 @@ std::optional<int64_t> mlir::offload::getStorageBytes(Type type) {
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
+void mlir::offload::removePlacements(Operation *root) {
+  root->walk([](Operation *op) {
+    op->removeAttr(OffloadDialect::kLoadStartsAttrName);
+    op->removeAttr(OffloadDialect::kOffloadWaitsAttrName);
+  });
+}
+
 LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
   StringRef name = attr.getName().getValue();

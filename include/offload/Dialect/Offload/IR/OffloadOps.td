@@ -258,8 +258,11 @@ def Offload_OffloadStartOp : Offload_Op<"offload_start",
     across any op whose effects are known and commute with these.
     On a buffer, `source` must be contiguous and the op consumes it, as
     `offload.offload_buffer` does: it also frees `source`, nothing may use
-    it after the op, and `release_source` (set by buffer deallocation) has
-    the runtime free it once the copy is done.
+    its storage after the op (neither it, nor the buffer it is a view of,
+    nor another view of that; reading only its sizes, as `memref.dim` does,
+    is not a use), and `release_source` (set by buffer deallocation) has
+    the runtime free its allocation once the copy is done, so the source
+    must then be that allocation, not a view into it.
 
     Example:
 
@@ -319,10 +322,13 @@ def Offload_OffloadGroupStartOp : Offload_Op<"offload_group_start",
     block with one batched copy call, paying the per-copy host cost and the
     link's latency once, and the copies complete together. Each source gets
     its own future, waited on its own by `offload.wait`. Made by
-    `offload-coalesce-copies` from starts of small copies the cost model
-    issues at one point; every source is as that of `offload.offload_start`
-    (on buffers: contiguous, consumed, and with `release_source` all of them
-    handed to the runtime).
+    `offload-schedule-copies` (option `coalesce-below`) from starts of small
+    copies the cost model issues at one point; every source is as that of
+    `offload.offload_start` (on buffers: contiguous, consumed, and with
+    `release_source` all of them handed to the runtime, so no two of them
+    may share an allocation). The verifier follows views: no source's
+    storage (the buffer it views and every other view of that) is used
+    after the op.
 
     Example:
 
@@ -353,7 +359,7 @@ def Offload_LoadGroupStartOp : Offload_Op<"load_group_start",
     link's latency paid once, the copies complete together. Each source
     gets its own future, and every future must be waited by one
     `offload.wait` (as for `offload.load_start`). Made by
-    `offload-coalesce-copies`.
+    `offload-schedule-copies` (option `coalesce-below`).
 
     Example:
 
