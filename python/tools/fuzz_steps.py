@@ -62,6 +62,22 @@ STEP_PIPELINES = [
      "--buffer-deallocation-pipeline"],
     ["--offload-find-saved-activations=min-bytes=0", "--offload-insert-offloads",
      "--offload-reorder-backward=all-views=true", "--offload-insert-loads"],
+    # Placements between other passes: upstream cleanups between planning
+    # and scheduling, a second plan, small copies grouped. (Not --inline:
+    # MLIR 22's inliner crashes on the unregistered ops with regions that
+    # the mutations add; test/Transforms/placements-between-passes.mlir
+    # runs it on a registered step.)
+    ["--offload-find-saved-activations=min-bytes=0",
+     "--offload-plan=plan=hidden schedule=true recompute=false", "--canonicalize", "--cse",
+     "--offload-insert-offloads", "--offload-reorder-backward",
+     "--offload-insert-loads", "--canonicalize", "--offload-schedule-copies=coalesce-below=1MiB"],
+    ["--offload-find-saved-activations=min-bytes=0",
+     "--offload-plan=plan=hidden schedule=true", "--offload-plan=budget=0.95 schedule=true",
+     "--offload-insert-offloads", "--offload-insert-loads", "--offload-schedule-copies"],
+    # Passes out of order, and the pipeline twice.
+    ["--offload-insert-loads", "--offload-insert-offloads", "--offload-schedule-copies",
+     "--offload-find-saved-activations", "--offload-reorder-backward"],
+    ["--offload-activations=min-bytes=0 coalesce-below=1MiB", "--offload-activations"],
 ]
 BUFFER_PIPELINES = [["--convert-offload-to-llvm"]]
 
@@ -243,6 +259,18 @@ def m_dynamic_dim(rng, lines):
         lines[i] = re.sub(r"tensor<(\d+)x", "tensor<?x", lines[i], count=1)
 
 
+def m_stamp(rng, lines):
+    """A placement stamp of offload-plan on a random op, naming a random
+    saved value (perhaps one the step does not have)."""
+    i, m = _pick_def(rng, lines)
+    if m is not None:
+        name = rng.choice(["offload.load_starts", "offload.offload_waits"])
+        stamp = f"{name} = array<i64: {rng.randint(0, 5)}>"
+        attrs = m.group("attrs")
+        lines[i] = lines[i].replace("{" + attrs + "}",
+                                    "{" + (attrs + ", " if attrs else "") + stamp + "}", 1)
+
+
 MUTATIONS = {
     "unknown-sink": m_unknown_sink, "unknown-op": m_unknown_op,
     "unknown-region": m_unknown_region, "unknown-barrier": m_unknown_barrier,
@@ -250,14 +278,14 @@ MUTATIONS = {
     "in-place": m_in_place, "keep": m_keep, "element-type": m_element_type,
     "call": m_call, "no-terminator": m_no_terminator, "graph-region": m_graph_region,
     "swap": m_swap, "delete": m_delete, "num-outputs": m_num_outputs,
-    "backward-ref": m_backward_ref, "dynamic-dim": m_dynamic_dim,
+    "backward-ref": m_backward_ref, "dynamic-dim": m_dynamic_dim, "stamp": m_stamp,
 }
 # Mostly mutations that keep the step valid, so the passes get deep.
 WEIGHTS = {"unknown-sink": 6, "unknown-op": 6, "unknown-region": 4, "unknown-barrier": 4,
            "unknown-reads-saved": 3,
            "in-place": 6, "keep": 2, "element-type": 3, "call": 3, "no-terminator": 1,
            "graph-region": 1, "swap": 2, "delete": 1, "num-outputs": 1, "backward-ref": 1,
-           "dynamic-dim": 1}
+           "dynamic-dim": 1, "stamp": 3}
 
 
 def mutate_step(seed: int, index: int) -> tuple[str, list[str]]:
@@ -295,7 +323,9 @@ def buffer_module(seed: int, index: int) -> tuple[str, list[str]]:
     src = ty(rng.choice(_LAYOUTS), rng.choice(_SPACES))
     host = ty(rng.choice(["", "", "strided<[4, 1], offset: ?>"]), "#offload.host")
     dev = ty("", rng.choice(_SPACES))
-    kind = rng.choice(["sync", "split", "dealloc"])
+    kind = rng.choice(["sync", "split", "dealloc", "group", "view"])
+    if kind in ("group", "view"):
+        return storage_module(rng)
     body = []
     if kind == "split":
         body += [f"  %f = offload.offload_start %d : {src} -> !offload.buffer_future<{host}>",
@@ -310,6 +340,43 @@ def buffer_module(seed: int, index: int) -> tuple[str, list[str]]:
     text = "\n".join([f"func.func @copies(%d: {src}) -> {dev} {{", *body,
                       f"  return %l : {dev}", "}", ""])
     return text, [f"buffers {kind} {elem} src={src} host={host} dev={dev}"]
+
+
+def storage_module(rng) -> tuple[str, list[str]]:
+    """Copies whose sources share storage: a group of one buffer twice or of
+    two views of one base, a view as a consumed source, with or without
+    release_source, and the base read or written after the copy or not.
+    The verifier must refuse what frees or reads memory wrongly; what it
+    accepts must lower."""
+    t = "memref<8xf32>"
+    v = "memref<4xf32, strided<[1]>>"
+    w = "memref<4xf32, strided<[1], offset: 4>>"
+    host4, host8 = "memref<4xf32, #offload.host>", "memref<8xf32, #offload.host>"
+    release = rng.choice(["", " release_source"])
+    body = ["  %v = memref.subview %d[0] [4] [1] : memref<8xf32> to " + v,
+            "  %w = memref.subview %d[4] [4] [1] : memref<8xf32> to " + w]
+    kind = rng.choice(["same-twice", "two-views", "view-source"])
+    if kind == "same-twice":
+        body.append(f"  %f:2 = offload.offload_group_start %d, %d{release} : {t}, {t} -> "
+                    f"!offload.buffer_future<{host8}>, !offload.buffer_future<{host8}>")
+    elif kind == "two-views":
+        body.append(f"  %f:2 = offload.offload_group_start %v, %w{release} : {v}, {w} -> "
+                    f"!offload.buffer_future<{host4}>, !offload.buffer_future<{host4}>")
+    else:
+        body.append(f"  %f = offload.offload_start %v{release} : {v} -> "
+                    f"!offload.buffer_future<{host4}>")
+    later = rng.choice(["none", "read-base", "write-base", "read-other-view", "dim"])
+    body.append("  %c0 = arith.constant 0 : index")
+    if later == "read-base":
+        body.append(f"  %r = memref.load %d[%c0] : {t}")
+    elif later == "write-base":
+        body.append(f"  memref.store %x, %d[%c0] : {t}")
+    elif later == "read-other-view":
+        body.append(f"  %r = memref.load %w[%c0] : {w}")
+    elif later == "dim":
+        body.append(f"  %n = memref.dim %d, %c0 : {t}")
+    text = "\n".join([f"func.func @storage(%d: {t}, %x: f32) {{", *body, "  return", "}", ""])
+    return text, [f"storage {kind}{release} then {later}"]
 
 
 # --------------------------------------------------------------------------

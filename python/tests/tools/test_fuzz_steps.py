@@ -96,3 +96,25 @@ def test_bounded_run(offload_opt):
     assert done >= 8, (done, time.monotonic() - start)
     # The passes got deep, and broken inputs were diagnosed.
     assert outcomes["transformed"] > 0 and outcomes["diagnosed"] > 0, outcomes
+
+
+def test_inputs_cover_the_ir_contract():
+    """The driver generates what the IR contract is about (issue 32): stamps
+    of offload-plan on random ops, copy groups of one buffer twice or of two
+    views of one base, views as consumed sources (with and without
+    release_source, with the base used after), and runs the passes with
+    cleanups between them, out of order and twice."""
+    applied = set()
+    storage = set()
+    for index in range(200):
+        applied.update(fuzz_steps.mutate_step(7, index)[1])
+        description = fuzz_steps.buffer_module(7, index)[1][0]
+        if description.startswith("storage"):
+            storage.add(description.split()[1])
+    assert "stamp" in applied
+    assert storage == {"same-twice", "two-views", "view-source"}
+    flat = [" ".join(args) for args in fuzz_steps.STEP_PIPELINES]
+    assert any("--offload-plan" in p and "--canonicalize --cse" in p for p in flat)
+    assert any(p.count("--offload-plan") == 2 for p in flat)
+    assert any(p.count("--offload-activations") == 2 for p in flat)
+    assert any(p.startswith("--offload-insert-loads --offload-insert-offloads") for p in flat)
