@@ -14,7 +14,10 @@ dest=${STAGE_DIR:-python/offload_mlir/_lib}
 mkdir -p "$dest"
 for lib in "$BUILD_DIR/lib/liboffload_mlir_capi.so" "$BUILD_DIR/torch-ops/liboffload_torch_ops.so"; do
   [ -f "$lib" ] || { echo "stage-python: $lib is missing; run scripts/setup.sh first" >&2; exit 1; }
-  cp "$lib" "$dest/"
+  # A copy beside it, then a rename: a process that has the old library
+  # loaded keeps its file (cp over it in place would crash that process).
+  cp "$lib" "$dest/.$(basename "$lib").tmp"
+  mv -f "$dest/.$(basename "$lib").tmp" "$dest/$(basename "$lib")"
 done
 torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$BUILD_DIR/torch-ops/CMakeCache.txt")
 version=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")/\1/p' "$torch_dir/TorchConfigVersion.cmake")
