@@ -634,6 +634,15 @@ struct OffloadReport : public offload::impl::OffloadReportBase<OffloadReport> {
     ExecutionModel execution = *parsedExecution;
     CostModel costModel(*profile);
     std::vector<StepReport> reports;
+    for (const TrainingStep &step : steps)
+      for (Type type : step.getForward().getResultTypes())
+        if (isa<BaseMemRefType>(type)) {
+          step.getForward()->emitError()
+              << "offload-report reads the tensor form of a step; this one "
+                 "is bufferized (it returns "
+              << type << "): report before one-shot-bufferize";
+          return signalPassFailure();
+        }
     for (const TrainingStep &step : steps) {
       FailureOr<StepModel> model =
           StepModel::build(step, costModel, execution);

@@ -376,8 +376,26 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
           << maxRecompute;
       return signalPassFailure();
     }
-    // A new plan replaces the placements of any earlier one.
+    // A new plan replaces the placements of any earlier one. It plans a
+    // step whose copies are not made yet: the peak without offload of a
+    // step with copies is not that of the step.
     for (const TrainingStep &step : steps) {
+      for (FunctionOpInterface function :
+           {step.getForward(), step.getBackward()}) {
+        WalkResult copies = function.walk([](Operation *op) {
+          return isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp,
+                     OffloadGroupStartOp, LoadGroupStartOp>(op)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        });
+        if (copies.wasInterrupted()) {
+          function->emitError()
+              << "offload-plan plans a step before its copies are made, "
+                 "but this one already has copies; run it before "
+                 "offload-insert-offloads";
+          return signalPassFailure();
+        }
+      }
       removePlacements(step.getForward());
       removePlacements(step.getBackward());
     }

@@ -50,9 +50,11 @@ void OffloadDialect::initialize() {
   // checks promises in builds with assertions).
   declarePromisedInterfaces<bufferization::BufferizableOpInterface,
                             OffloadToCpuOp, LoadToGpuOp, OffloadStartOp,
-                            LoadStartOp, WaitOp>();
+                            LoadStartOp, OffloadGroupStartOp, LoadGroupStartOp,
+                            WaitOp>();
   declarePromisedInterfaces<bufferization::BufferDeallocationOpInterface,
-                            OffloadBufferOp, OffloadStartOp>();
+                            OffloadBufferOp, OffloadStartOp,
+                            OffloadGroupStartOp>();
   declarePromisedInterface<bufferization::TensorLikeType, FutureType>();
   declarePromisedInterface<bufferization::BufferLikeType, BufferFutureType>();
   declarePromisedInterface<ConvertToLLVMPatternInterface, OffloadDialect>();
