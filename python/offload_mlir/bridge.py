@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import threading
 import warnings
 from typing import Any, Callable, Mapping, Sequence
@@ -369,10 +370,67 @@ def reports() -> list[dict[str, Any]]:
         return list(_reports)
 
 
+_recorded = 0  # reports recorded in this process
+
+
 def _record(report: dict[str, Any]) -> None:
+    global _recorded
     with _reports_lock:
         _reports.append(report)
         del _reports[:-64]
+        _recorded += 1
+
+
+def _plan_key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], uuid: str,
+              mode: str | None) -> str:
+    """What names a compile's reports beside AOTAutograd's cache: the graph
+    Dynamo gave, with its placeholders named as that cache names them, its
+    inputs' dtypes, devices, sizes and strides (symbols by name), the
+    partitioner's uuid() and the compile mode."""
+    from torch._functorch._aot_autograd.autograd_cache import sanitize_gm_for_cache
+
+    def meta(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return [str(x.dtype), x.device.type, [str(d) for d in x.shape],
+                    [str(d) for d in x.stride()], x.requires_grad]
+        return str(x) if isinstance(x, (int, float, bool, torch.SymInt)) else type(x).__name__
+
+    with sanitize_gm_for_cache(gm):
+        code = gm.code
+    text = json.dumps([code, [meta(x) for x in example_inputs], uuid, mode])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _compile_keeping_reports(key: str, compile: Callable[[], Any]) -> Any:
+    """Runs `compile` (compile_fx with the partitioner). AOTAutograd's cache
+    may serve it without running the partitioner; so the reports a compile
+    records are kept beside the cache under `key`, and a compile the cache
+    serves records them again (marked `cached`), with their warnings."""
+    from torch._dynamo.utils import counters
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    path = os.path.join(cache_dir(), "offload_mlir", key + ".json")
+    hits, first = counters["aot_autograd"]["autograd_cache_hit"], _recorded
+    compiled = compile()
+    if counters["aot_autograd"]["autograd_cache_hit"] == hits:
+        with _reports_lock:
+            new = _reports[len(_reports) - min(_recorded - first, len(_reports)):]
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(new, f)
+        os.replace(tmp, path)
+        return compiled
+    try:
+        with open(path) as f:
+            kept = json.load(f)
+    except (OSError, ValueError):
+        return compiled
+    for report in kept:
+        report = dict(report, cached=True)
+        _record(report)
+        _warn_for(report)
+    return compiled
 
 
 @functools.lru_cache(maxsize=None)
@@ -382,11 +440,13 @@ def _source_hash() -> str:
     h = hashlib.sha256(__version__.encode())
     here = os.path.dirname(__file__)
     for name in ("bridge.py", "rebuild.py", "ir_plan.py", "fx_export.py", "ops.py",
-                 "pin_order.py"):
+                 "pin_order.py", "mlir_text.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
-    # backend() has loaded the library before any partitioner exists.
-    h.update(capi.version().encode())
+    # backend() has loaded both libraries before any partitioner exists:
+    # the pipeline's (which makes the plan) and the copy ops'.
+    for path in (capi.library_path(), ops.load_library()):
+        h.update(_file_hash(path).encode())
     return h.hexdigest()
 
 
@@ -439,15 +499,14 @@ class OffloadPartitioner(CustomPartitionerFn):
                 report["recomputed"] = recomputed
                 report["joint_plan"] = first["pipeline"]
         except _Fallback as e:
-            warnings.warn(
-                f"offload_mlir: compiling this graph without offloading: {e}",
-                BridgeWarning, stacklevel=2,
-            )
-            _record({"fallback": str(e), "offloaded": []})
+            report = {"fallback": str(e), "offloaded": []}
+            _record(report)
+            _warn_for(report)
             return fw, bw
-        _record(report)
         if not report["offloaded"] and not report.get("recomputed"):
-            _say_nothing_offloaded(fw, report, self.options)
+            report["nothing_offloaded"] = _nothing_offloaded(fw, report, self.options)
+        _record(report)
+        _warn_for(report)
         return new_fw, new_bw
 
 
@@ -462,15 +521,23 @@ class NothingOffloadedWarning(UserWarning):
 _said_nothing_offloaded = False
 
 
-def _say_nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
-                           options: OffloadOptions) -> None:
-    """Warns, once per process, that a graph offloads nothing, and why: the
-    device it runs on, the profile it was planned with, and what kept each
-    saved value (too small, an input or parameter, the plan)."""
+def _warn_for(report: dict[str, Any]) -> None:
+    """The warnings a compile's report calls for: the fallback's reason
+    (BridgeWarning), or, once per process, why nothing was offloaded."""
     global _said_nothing_offloaded
-    if _said_nothing_offloaded:
-        return
-    _said_nothing_offloaded = True
+    if report.get("fallback"):
+        warnings.warn(f"offload_mlir: compiling this graph without offloading: "
+                      f"{report['fallback']}", BridgeWarning, stacklevel=3)
+    elif report.get("nothing_offloaded") and not _said_nothing_offloaded:
+        _said_nothing_offloaded = True
+        warnings.warn(report["nothing_offloaded"], NothingOffloadedWarning, stacklevel=3)
+
+
+def _nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
+                       options: OffloadOptions) -> str:
+    """Why a graph offloads nothing: the device it runs on, the profile it
+    was planned with, and what kept each saved value (too small, an input or
+    parameter, the plan)."""
     saved = [v for step in report.get("pipeline", {}).get("steps", [])
              for v in step.get("saved", [])]
     kinds: dict[str, int] = {}
@@ -496,11 +563,9 @@ def _say_nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
                  "models an H100 PCIe (python -m offload_mlir.calibrate measures one).")
     else:
         where = f"Planned with {options.resolved_device_profile()}."
-    warnings.warn(
-        f"offload_mlir: nothing was offloaded from this graph ({why}). {where} "
-        "backend(report='text') shows the plan value by value; plan='all' offloads every "
-        f"saved value of min_bytes ({options.min_bytes} bytes) or more.",
-        NothingOffloadedWarning, stacklevel=2)
+    return (f"offload_mlir: nothing was offloaded from this graph ({why}). {where} "
+            "backend(report='text') shows the plan value by value; plan='all' offloads every "
+            f"saved value of min_bytes ({options.min_bytes} bytes) or more.")
 
 
 # The pipeline's defaults for plan=hidden: max-slowdown (0) plus
@@ -819,16 +884,25 @@ def backend(
                             "the options to offload_mlir.backend(...) itself, or use "
                             "backend=\"offload_mlir\" with options={...}")
         # compile_fx applies config_patches to the backward's compile too,
-        # which AOTAutograd runs later, outside this call. AOTAutograd's own
-        # cache would skip the partitioner, and with it the report and
-        # last_report(); Inductor's cache of the rebuilt graphs stays on.
+        # which AOTAutograd runs later, outside this call. AOTAutograd's
+        # cache keys on the Inductor configuration, and with it on the
+        # partitioner's and the post-grad pass's uuid() (the options, the
+        # device profile, the bridge's sources and libraries): a hit serves
+        # the graphs as rebuilt, copies included, without partitioning again,
+        # and the bridge gives the reports and warnings it kept of that
+        # compile (_compile_keeping_reports).
         patches = INDUCTOR_PATCHES | mode_inductor_config(mode) \
             | compile_inductor.options.resolved_inductor_config() | {
                 "custom_partitioner_fn": partitioner,
                 "post_grad_custom_post_pass": installed_pass(torch._inductor.config),
             }
-        with torch._functorch.config.patch(enable_autograd_cache=False):
-            return compile_fx(gm, example_inputs, config_patches=patches)
+        if os.environ.get("OFFLOAD_MLIR_DUMP_DIR"):
+            # Every graph is exported and planned again, to be dumped.
+            with torch._functorch.config.patch(enable_autograd_cache=False):
+                return compile_fx(gm, example_inputs, config_patches=patches)
+        key = _plan_key(gm, example_inputs, partitioner.uuid(), mode)
+        return _compile_keeping_reports(
+            key, lambda: compile_fx(gm, example_inputs, config_patches=patches))
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor
