@@ -593,6 +593,45 @@ StepModel::getPrefetchedLoads(const CopyPlan &plan) const {
   return loads;
 }
 
+SmallVector<unsigned>
+StepModel::getDeferredOffloads(const CopyPlan &plan) const {
+  SmallVector<unsigned> offloads;
+  if (execution.prefetchLead <= 0 || execution.prefetchBytes <= 0 ||
+      execution.release != ExecutionModel::Release::AtWait)
+    return offloads;
+  for (auto [index, copy] : llvm::enumerate(plan.copies))
+    if (copy.kind == PlannedCopy::Kind::Offload &&
+        getIssueSlot(std::min(copy.waitPos, numForwardOps), false) >=
+            numForwardOps)
+      offloads.push_back(index);
+  llvm::stable_sort(offloads, [&](unsigned a, unsigned b) {
+    return plan.copies[a].sequence < plan.copies[b].sequence;
+  });
+  int64_t bytes = 0;
+  double seconds = 0;
+  unsigned fit = 0;
+  for (unsigned index : offloads) {
+    bytes += plan.copies[index].bytes;
+    seconds += getMinCopySeconds(PlannedCopy::Kind::Offload,
+                                 plan.copies[index].bytes);
+    if (bytes > execution.prefetchBytes || seconds > execution.prefetchLead)
+      break;
+    ++fit;
+  }
+  offloads.truncate(fit);
+  return offloads;
+}
+
+std::optional<unsigned> StepModel::getDeferredRelease() const {
+  if (execution.prefetchLead <= 0 || execution.prefetchBytes <= 0 ||
+      execution.release != ExecutionModel::Release::AtWait)
+    return std::nullopt;
+  auto it = std::lower_bound(startTimes.begin(),
+                             startTimes.begin() + numForwardOps,
+                             execution.prefetchLead);
+  return unsigned(it - startTimes.begin());
+}
+
 std::optional<unsigned> StepModel::getPrefetchIssue() const {
   if (execution.prefetchLead <= 0 || execution.prefetchBytes <= 0)
     return std::nullopt;
@@ -1329,6 +1368,18 @@ public:
   }
 
   bool isDone(unsigned copy) const { return endTime[copy] < kInf; }
+  /// Ends `copy` now, wherever it is: the rest of it runs while other
+  /// graphs do (a deferred offload, StepModel::getDeferredOffloads).
+  void settle(unsigned copy) {
+    if (isDone(copy))
+      return;
+    for (Stream &stream : streams) {
+      if (stream.active == int(copy))
+        stream.active = -1;
+      llvm::erase(stream.queue, copy);
+    }
+    finish(copy);
+  }
   /// Seconds the streams have transferred so far, summed over the two.
   double getTransferSeconds() const { return transferSeconds; }
   double getEnd(unsigned copy) const { return endTime[copy]; }
@@ -1603,7 +1654,10 @@ SimulationResult StepModel::simulate(
     streams.setAcrossBeforeIssue(copy, bytes);
     leadLeft -= profileLatency + double(bytes) / h2dBandwidth;
   }
-  SmallVectorImpl<double> &issueStart = scratch->issueStart,
+  SmallVector<bool> deferred(plan.copies.size(), false);
+  for (unsigned copy : getDeferredOffloads(plan))
+    deferred[copy] = true;
+    SmallVectorImpl<double> &issueStart = scratch->issueStart,
                           &opStart = scratch->opStart, &opEnd = scratch->opEnd;
   issueStart.resize_for_overwrite(numOps + 1);
   opStart.resize_for_overwrite(numOps + 1);
@@ -1614,7 +1668,13 @@ SimulationResult StepModel::simulate(
     issueStart[pos] = time;
     for (unsigned copy : issuedAt(pos))
       streams.issue(copy, time);
+    if (pos == numForwardOps)
+      for (auto [copy, isDeferred] : llvm::enumerate(deferred))
+        if (isDeferred)
+          streams.settle(copy);
     for (unsigned copy : waitedAt(pos)) {
+      if (deferred[copy])
+        continue;
       streams.run(kInf, copy);
       if (streams.isDone(copy) && streams.getEnd(copy) > time) {
         result.exposedPerCopy[copy] += streams.getEnd(copy) - time;
@@ -1750,6 +1810,13 @@ SimulationResult StepModel::simulate(
     last = std::min(last, numOps);
     events.push_back({opEnd[last], orderAfter(last), -copy.bytes,
                       -int(index) - 1, last});
+  }
+  // The graph before's deferred offloads hold up to prefetchBytes of their
+  // sources over the first prefetchLead seconds of forward.
+  if (std::optional<unsigned> end = getDeferredRelease()) {
+    events.push_back({0, -1, execution.prefetchBytes, kNextGraphOwner, 0});
+    events.push_back({opStart[*end], orderBefore(*end), -execution.prefetchBytes,
+                      kNextGraphOwner, *end});
   }
   // The next graph's loads, started over the last prefetchLead seconds of
   // backward, hold up to prefetchBytes until the step ends.

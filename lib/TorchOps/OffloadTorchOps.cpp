@@ -9,6 +9,7 @@
 //   load_start(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype,
 //              Device device, Tensor[] after) -> Tensor
 //   load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()
+//   offload_release(Tensor host, Tensor src) -> ()
 //   prefetch_push(Tensor[] hosts) -> ()
 //   prefetch_issue(Tensor anchor) -> ()
 //
@@ -558,6 +559,52 @@ void offloadWait(const at::Tensor &host, const at::Tensor &src,
               "compiler pass a copy of the operand to one of the ops?)");
 }
 
+/// The deferred form of offload_wait (offload.deferred in the IR): the
+/// compute stream does not wait for the copy; `src` stays allocated until
+/// the copy has read it, then goes back to PyTorch's allocator. A later
+/// load of `host` still waits for the copy (the runtime orders it).
+void offloadRelease(const at::Tensor &host, const at::Tensor &src) {
+  const char *op = "offload_release";
+  checkDense(host, op, "host");
+  checkDense(src, op, "src");
+  if (host.numel() == 0)
+    return;
+  State &s = state();
+  State::Pending p;
+  TORCH_CHECK(takePending(&State::offloads, host.const_data_ptr(), &p),
+              "offload::offload_release: no pending offload for the host "
+              "tensor at ", host.const_data_ptr(), ": it was already waited "
+              "for, or it does not come from offload::offload_start");
+  if (!p.token)
+    return; // copied synchronously already
+  TORCH_CHECK(!p.source || src.numel() == 0 || src.const_data_ptr() == p.source,
+              "offload::offload_release: src is not the tensor offload_start "
+              "copied from");
+  State::Block block;
+  {
+    std::lock_guard<std::mutex> lock(s.mapMutex);
+    auto it = s.blocks.find(host.const_data_ptr());
+    TORCH_CHECK(it != s.blocks.end(), "offload::offload_release: the host "
+                "tensor's block is gone");
+    block = it->second;
+  }
+  if (p.source) {
+    // The runtime calls back once the D2H copy completed; dropping this
+    // reference then returns the memory to PyTorch's allocator.
+    auto *keep = new at::Tensor(src);
+    offload_rt_status st = offload_rt_release_device_after_copy(
+        p.ctx, block.buffer,
+        [](void *, void *user) { delete static_cast<at::Tensor *>(user); },
+        keep);
+    if (st < 0) {
+      delete keep;
+      waitFor(p, op); // cannot hand it over: wait here instead
+      return;
+    }
+  }
+  check(offload_rt_token_discard(p.ctx, p.token), op, "offload_rt_token_discard");
+}
+
 bool poisonEnabled() {
   const char *v = std::getenv("OFFLOAD_MLIR_POISON");
   return v && *v && std::strcmp(v, "0") != 0;
@@ -777,6 +824,7 @@ TORCH_LIBRARY(offload, m) {
         "Device device, Tensor[] after) -> Tensor",
         tags);
   m.def("load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()", tags);
+  m.def("offload_release(Tensor host, Tensor src) -> ()", tags);
   m.def("prefetch_push(Tensor[] hosts) -> ()", tags);
   m.def("prefetch_issue(Tensor anchor) -> ()", tags);
 }
@@ -789,6 +837,7 @@ TORCH_LIBRARY_IMPL(offload, CPU, m) {
   m.impl("load", &load);
   m.impl("load_start", &loadStart);
   m.impl("load_wait", &loadWait);
+  m.impl("offload_release", &offloadRelease);
   m.impl("prefetch_push", &prefetchPush);
   m.impl("prefetch_issue", &prefetchIssue);
 }
@@ -799,6 +848,7 @@ TORCH_LIBRARY_IMPL(offload, CUDA, m) {
   m.impl("load", &load);
   m.impl("load_start", &loadStart);
   m.impl("load_wait", &loadWait);
+  m.impl("offload_release", &offloadRelease);
   m.impl("prefetch_push", &prefetchPush);
   m.impl("prefetch_issue", &prefetchIssue);
 }

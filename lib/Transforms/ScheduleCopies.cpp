@@ -479,7 +479,9 @@ static LogicalResult placeCopies(const TrainingStep &step,
 /// model of the scheduled IR predicts them: `offload.prefetch` on each load
 /// start the graph before starts (StepModel::getPrefetchedLoads),
 /// `offload.prefetch_issue` on the op before which this graph starts the
-/// next graph's (StepModel::getPrefetchIssue).
+/// next graph's (StepModel::getPrefetchIssue), `offload.deferred` on each
+/// offload wait the next graph's forward completes
+/// (StepModel::getDeferredOffloads).
 static LogicalResult markPrefetch(const TrainingStep &step,
                                   const CostModel &costModel,
                                   const ExecutionModel &execution) {
@@ -493,6 +495,9 @@ static LogicalResult markPrefetch(const TrainingStep &step,
   for (unsigned copy : model->getPrefetchedLoads(plan))
     model->getOp(plan.copies[copy].issuePos)
         ->setAttr(OffloadDialect::kPrefetchAttrName, unit);
+  for (unsigned copy : model->getDeferredOffloads(plan))
+    model->getOp(plan.copies[copy].waitPos)
+        ->setAttr(OffloadDialect::kDeferredAttrName, unit);
   if (std::optional<unsigned> issue = model->getPrefetchIssue())
     model->getOp(std::min(*issue, model->getNumOps() - 1))
         ->setAttr(OffloadDialect::kPrefetchIssueAttrName, unit);

@@ -43,6 +43,8 @@ class IrOp:
     # next graph's (`offload.prefetch_issue`).
     prefetch: bool = False
     prefetch_issue: bool = False
+    # An offload's wait the next graph's forward completes (`offload.deferred`).
+    deferred: bool = False
 
 
 @dataclasses.dataclass
@@ -64,6 +66,7 @@ _RESULT_NAMES = re.compile(r"result_names = \[([^\]]*)\]")
 _REBUILT = re.compile(r"(?:^|[{,\s])offload\.rebuilt_view(?:$|[,}\s])")
 _PREFETCH = re.compile(r"(?:^|[{,\s])offload\.prefetch(?:$|[,}\s])")
 _PREFETCH_ISSUE = re.compile(r"(?:^|[{,\s])offload\.prefetch_issue(?:$|[,}\s])")
+_DEFERRED = re.compile(r"(?:^|[{,\s])offload\.deferred(?:$|[,}\s])")
 _COPY = re.compile(
     r"^offload\.(offload_start|load_start|wait|offload_to_cpu|load_to_gpu) "
     r"(%[\w$.-]+(?:#\d+)?)\s*(\{[^}]*\})?\s*:"
@@ -189,7 +192,8 @@ def read_step(ir: str) -> dict[str, IrFunction]:
             attrs = cm.group(3) or ""
             current.ops.append(IrOp(cm.group(1), results, [cm.group(2)], line=lineno,
                                     prefetch=_PREFETCH.search(attrs) is not None,
-                                    prefetch_issue=_PREFETCH_ISSUE.search(attrs) is not None))
+                                    prefetch_issue=_PREFETCH_ISSUE.search(attrs) is not None,
+                                    deferred=_DEFERRED.search(attrs) is not None))
             continue
         raise PlanReadError(f"line {lineno}: cannot map back to FX: {line[:120]}")
     if current is not None:

@@ -15,6 +15,7 @@ Ops (``after`` only pins an op's place in a graph; the values are ignored)::
     load_start(Tensor host, SymInt[] size, SymInt[] stride, ScalarType dtype,
                Device device, Tensor[] after) -> Tensor
     load_wait(Tensor(a!) dst, Tensor host, Tensor[] after) -> ()
+    offload_release(Tensor host, Tensor src) -> ()   # offload_wait, deferred
     prefetch_push(Tensor[] hosts) -> ()   # a forward's loads to start early
     prefetch_issue(Tensor anchor) -> ()   # starts the latest pushed group's
 
@@ -60,6 +61,7 @@ __all__ = [
     "load",
     "load_start",
     "load_wait",
+    "offload_release",
     "prefetch_push",
     "prefetch_issue",
 ]
@@ -429,6 +431,11 @@ def _load_wait_fake(dst, host, after):
     return None
 
 
+@torch.library.register_fake("offload::offload_release")
+def _offload_release_fake(host, src):
+    return None
+
+
 @torch.library.register_fake("offload::prefetch_push")
 def _prefetch_push_fake(hosts):
     return None
@@ -451,6 +458,7 @@ for _op in (
     torch.ops.offload.load_wait.default,
     torch.ops.offload.offload_start.default,
     torch.ops.offload.load_start.default,
+    torch.ops.offload.offload_release.default,
     torch.ops.offload.prefetch_push.default,
     torch.ops.offload.prefetch_issue.default,
 ):
@@ -462,5 +470,6 @@ offload_wait = torch.ops.offload.offload_wait
 load = torch.ops.offload.load
 load_start = torch.ops.offload.load_start
 load_wait = torch.ops.offload.load_wait
+offload_release = torch.ops.offload.offload_release
 prefetch_push = torch.ops.offload.prefetch_push
 prefetch_issue = torch.ops.offload.prefetch_issue

@@ -48,7 +48,7 @@ def _offload_ops():
               o.load_start.default: o.load_wait.default,
               o.prefetch_issue.default: None}
     return starts, ((set(starts) | set(starts.values())) - {None}) | {
-        o.load.default, o.prefetch_push.default}
+        o.load.default, o.offload_release.default, o.prefetch_push.default}
 
 
 def _matmul_like() -> set:
@@ -94,7 +94,10 @@ def copy_windows(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, list[fx.Node]]
         if start.op != "call_function" or start.target not in starts:
             continue
         wait_target = starts[start.target]
-        waits = [u for u in start.users if u.target is wait_target]
+        # An offload's wait, or its deferred form, which ends the window too.
+        waits = [u for u in start.users if u.target is wait_target
+                 or (wait_target is torch.ops.offload.offload_wait.default
+                     and u.target is torch.ops.offload.offload_release.default)]
         end = min((position[w] for w in waits), default=len(nodes))
         between = [n for n in nodes[position[start] + 1:end]
                    if _is_extern(n, own_ops, matmuls)]

@@ -318,8 +318,12 @@ def _rebuild_forward(fw: fx.GraphModule, fn: IrFunction, num_outputs: int,
             fut = op.operands[0]
             if fut not in host_of:
                 raise RebuildError(f"@{fn.name}: wait on {fut}, which no offload started")
-            b._call(ops.offload_wait.default,
-                    (host_of[fut], source_of[fut], []))
+            if op.deferred:
+                # The next graph's forward completes the copy (offload.deferred).
+                b._call(ops.offload_release.default, (host_of[fut], source_of[fut]))
+            else:
+                b._call(ops.offload_wait.default,
+                        (host_of[fut], source_of[fut], []))
             host_of[op.results[0]] = host_of[fut]
         elif op.kind == "return":
             returned = op.operands

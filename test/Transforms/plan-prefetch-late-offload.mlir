@@ -12,6 +12,20 @@
 // RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden release=after-copy device-profile=%S/Inputs/slow-link.json prefetch-lead=1e-5 prefetch-bytes=4000" | FileCheck %s --check-prefix=LEAD
 // LEAD-LABEL: func.func @backward
 // LEAD-NEXT: offload.load_start %{{.*}} {offload.prefetch}
+// With release=at-wait, forward's end would wait for that offload (4 us
+// exposed) alone; with a lead the next graph's forward completes it: the
+// wait is deferred (the compute stream does not wait, the source goes back
+// once the copy ends), and the step holds that many bytes over its own first
+// lead seconds for the graph before's.
+// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden release=at-wait device-profile=%S/Inputs/slow-link.json" | FileCheck %s --check-prefix=ALONE
+// RUN: offload-opt %s --offload-activations="min-bytes=0 plan=hidden release=at-wait device-profile=%S/Inputs/slow-link.json prefetch-lead=1e-5 prefetch-bytes=4000" | FileCheck %s --check-prefix=DEFER
+// DEFER-LABEL: func.func @forward
+// DEFER: offload.offload_start
+// DEFER-NEXT: offload.wait %{{.*}} {offload.deferred}
+// DEFER-NEXT: return
+// DEFER-LABEL: func.func @backward
+// DEFER-NEXT: offload.load_start %{{.*}} {offload.prefetch}
+
 func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
   %e = math.exp %x : tensor<1000xf32>

@@ -256,6 +256,19 @@ public:
   /// earlier than ExecutionModel::prefetchLead before the end of backward;
   /// nothing without a lead.
   std::optional<unsigned> getPrefetchIssue() const;
+  /// With release=at-wait and a lead, the offloads of `plan` waited at the
+  /// end of forward (no op that computes after their wait) that complete
+  /// while the next graph's forward runs: the compute stream does not wait
+  /// for them, and their sources go back once they end, while their copies,
+  /// one after the other in stream order, fit prefetchLead and their bytes
+  /// prefetchBytes. The simulation ends them when backward begins (the
+  /// graphs between run meanwhile). Indices into `plan.copies`.
+  SmallVector<unsigned> getDeferredOffloads(const CopyPlan &plan) const;
+  /// The forward position until which the step holds the graph before's
+  /// deferred offloads' sources (prefetchBytes): the first op predicted to
+  /// start no earlier than prefetchLead into forward; nothing without a lead
+  /// or with release=after-copy.
+  std::optional<unsigned> getDeferredRelease() const;
   /// DeviceProfile::copyInterference: kernel time added per copy second.
   double getCopyInterference() const { return copyInterference; }
   unsigned getNumOps() const { return ops.size(); }

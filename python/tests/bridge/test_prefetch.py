@@ -54,6 +54,18 @@ def test_issue_starts_only_the_latest_group_and_a_dead_host_leaves_nothing():
     assert ops.extra_stats()["live_host_blocks"] == 0
 
 
+def test_a_released_offload_keeps_its_source_until_the_copy_read_it():
+    ops.reset_runtime_stats()
+    x = torch.randn(1 << 16)
+    expected = x.clone()
+    host = ops.offload_start(x, ops.dense_stride(x), [])
+    ops.offload_release(host, x)  # no wait: the runtime holds x until copied
+    del x
+    dst = ops.load(host, [1 << 16], [1], torch.float32, torch.device("cpu"), [])
+    assert torch.equal(dst, expected)
+    assert ops.extra_stats()["pending_offloads"] == 0
+
+
 def test_prefetch_is_a_bool(offload_mlir):
     with pytest.raises(ValueError, match="prefetch must be True or False"):
         offload_mlir.backend(prefetch="yes")

@@ -81,3 +81,10 @@ func.func @prefetch_not_on_a_load() attributes {offload.prefetch} {
 func.func @prefetch_issue_not_unit() attributes {offload.prefetch_issue = 2 : i64} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{'offload.deferred' is only valid on an offload's wait}}
+func.func @deferred_not_on_a_wait() attributes {offload.deferred} {
+  return
+}

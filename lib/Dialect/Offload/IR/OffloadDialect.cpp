@@ -145,8 +145,12 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
       !isa<LoadStartOp, LoadGroupStartOp>(op))
     return op->emitOpError()
            << "'" << name << "' is only valid on a load start";
+  if (name == kDeferredAttrName && !isa<WaitOp>(op))
+    return op->emitOpError()
+           << "'" << name << "' is only valid on an offload's wait";
   if (name == kKeepAttrName || name == kRebuiltViewAttrName ||
-      name == kPrefetchAttrName || name == kPrefetchIssueAttrName) {
+      name == kPrefetchAttrName || name == kPrefetchIssueAttrName ||
+      name == kDeferredAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
     return success();

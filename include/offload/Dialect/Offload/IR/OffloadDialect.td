@@ -68,6 +68,10 @@ def Offload_Dialect : Dialect {
     /// to offload_rt, which runs one step alone, ignores them.
     static constexpr ::llvm::StringLiteral kPrefetchAttrName = "offload.prefetch";
     static constexpr ::llvm::StringLiteral kPrefetchIssueAttrName = "offload.prefetch_issue";
+    /// On an offload's wait at the end of forward: the copy completes while
+    /// the next graph's forward runs; the compute stream does not wait for
+    /// it, and the source goes back once it ends.
+    static constexpr ::llvm::StringLiteral kDeferredAttrName = "offload.deferred";
     static constexpr ::llvm::StringLiteral kOffloadWaitsAttrName = "offload.offload_waits";
 
   private:
