@@ -32,6 +32,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch._functorch.config  # noqa: E402,F401  (its own module: torch does not import it)
 import torch.fx as fx  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
