@@ -709,7 +709,7 @@ EXAMPLES = {1: "test/Examples/llama_block.mlir", 8: "test/Examples/llama_8layers
 
 
 def predict(offload_opt: str, example: str, profile: str | None) -> dict:
-    opts = "plan=all report=json report-file=-"
+    opts = "plan=all min-bytes=1024 report=json report-file=-"
     if profile:
         opts += f" device-profile={profile}"
     r = subprocess.run(

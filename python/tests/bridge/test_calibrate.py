@@ -177,7 +177,8 @@ def test_every_profile_key_is_one_the_compiler_reads(offload_opt, tmp_path):
     path.write_text(json.dumps(profile))
     proc = subprocess.run(
         [offload_opt, TINY_BLOCK,
-         f"--offload-activations=plan=all device-profile={path} report=json report-file=-",
+         f"--offload-activations=plan=all min-bytes=1024 device-profile={path} report=json "
+         "report-file=-",
          "-o", os.devnull], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     predicted = json.loads(proc.stdout)["steps"][0]["predicted"]
