@@ -9,6 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch._functorch.config  # noqa: E402,F401
+import torch._inductor.config  # noqa: E402,F401
+
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"report": "/nonexistent/x"}, "does not exist"),
@@ -120,6 +123,11 @@ def test_a_run_that_offloads_nothing_says_why_once(offload_mlir, monkeypatch):
     from offload_mlir import bridge
 
     monkeypatch.setattr(bridge, "_said_nothing_offloaded", False)
+    # Both compiles run the partitioner: what a cache hit replays is
+    # test_aot_cache.py's subject, and an earlier test in this process may
+    # have compiled the same graph.
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
     x = torch.randn(16, 64)
     torch._dynamo.reset()
     with warnings.catch_warnings(record=True) as caught:
