@@ -2,6 +2,7 @@
 and options=; the backend registered by name; and the one warning a run
 that offloads nothing gives."""
 
+import contextlib
 import os
 import warnings
 
@@ -119,18 +120,23 @@ def test_registered_backend_takes_backend_options(offload_mlir):
         step(x)
 
 
+@contextlib.contextmanager
+def _caches_off():
+    """AOTAutograd's and Inductor's caches off, so that the partitioner runs
+    whatever an earlier test in this process compiled (what a cache hit
+    replays is test_aot_cache.py's subject)."""
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch._inductor.config.patch(fx_graph_cache=False):
+        yield
+
+
 def test_a_run_that_offloads_nothing_says_why_once(offload_mlir, monkeypatch):
     from offload_mlir import bridge
 
     monkeypatch.setattr(bridge, "_said_nothing_offloaded", False)
-    # Both compiles run the partitioner: what a cache hit replays is
-    # test_aot_cache.py's subject, and an earlier test in this process may
-    # have compiled the same graph.
-    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
-    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
     x = torch.randn(16, 64)
     torch._dynamo.reset()
-    with warnings.catch_warnings(record=True) as caught:
+    with _caches_off(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False)
         step(x).sum().backward()
@@ -152,7 +158,7 @@ def test_a_run_whose_plan_keeps_everything_names_the_plans_reason(offload_mlir, 
 
     monkeypatch.setattr(bridge, "_said_nothing_offloaded", False)
     torch._dynamo.reset()
-    with pytest.warns(offload_mlir.NothingOffloadedWarning,
+    with _caches_off(), pytest.warns(offload_mlir.NothingOffloadedWarning,
                       match=r"kept by the plan \(its copy cannot be hidden under compute\)"):
         step = torch.compile(_tiny(), backend=offload_mlir.backend(min_bytes=0),
                              dynamic=False)
