@@ -83,7 +83,7 @@ def test_recompute_off_plans_copies_only(offload_mlir):
 
 
 def test_recompute_option_is_checked(offload_mlir):
-    with pytest.raises(ValueError, match="recompute must be a bool"):
+    with pytest.raises(ValueError, match="recompute must be True or False"):
         offload_mlir.backend(recompute="yes")
 
 
