@@ -77,9 +77,8 @@ inline constexpr unsigned kHiddenPatience = 64;
 /// there by about 1 ms; 5% is twice that error.
 inline constexpr double kCopyMargin = 0.05;
 /// `schedule`: split the copies into start/wait and hoist the load starts.
-/// At the same plan it is what keeps copies hidden (H100, bf16x8, budget=0.9:
-/// 1.016x scheduled against 1.376x with every load at its wait, at the same
-/// peak; docs/benchmarks/peers/README.md, run 21).
+/// At the same plan it is what keeps the copies hidden under compute; a load
+/// left at its wait stalls the step (evidence: docs/benchmarks/peers/README.md).
 inline constexpr bool kSchedule = true;
 /// offload-plan plans recomputation with the copies.
 inline constexpr bool kRecompute = true;
