@@ -401,11 +401,13 @@ def _plan_key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], uuid: str
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _compile_keeping_reports(key: str, compile: Callable[[], Any]) -> Any:
+def _compile_keeping_reports(key: str, compile: Callable[[], Any],
+                             options: OffloadOptions) -> Any:
     """Runs `compile` (compile_fx with the partitioner). AOTAutograd's cache
     may serve it without running the partitioner; so the reports a compile
     records are kept beside the cache under `key`, and a compile the cache
-    serves records them again (marked `cached`), with their warnings."""
+    serves records them again (marked `cached`), with their warnings and the
+    report `options.report` asks for."""
     from torch._dynamo.utils import counters
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
@@ -430,6 +432,8 @@ def _compile_keeping_reports(key: str, compile: Callable[[], Any]) -> Any:
         report = dict(report, cached=True)
         _record(report)
         _warn_for(report)
+        if report.get("emitted"):
+            _write_report(report["emitted"], options)
     return compiled
 
 
@@ -710,10 +714,8 @@ def transform_step(fw, bw, num_fwd_outputs: int, options: OffloadOptions):
             inductor_layouts=options.compiler == "inductor")
     except (PlanReadError, RebuildError) as e:
         raise _Fallback(f"cannot rebuild the FX graphs from the IR: {e}") from None
-    report = {"pipeline": report, "offloaded": offloaded, "fallback": None,
-              "size_hints": hints}
-    _emit_report(ir, options)
-    return new_fw, new_bw, report
+    return new_fw, new_bw, {"pipeline": report, "offloaded": offloaded, "fallback": None,
+                            "size_hints": hints, "emitted": _emit_report(ir, options)}
 
 
 def _dump_ir(ir: str) -> None:
@@ -728,15 +730,22 @@ def _dump_ir(ir: str) -> None:
         f.write(ir)
 
 
-def _emit_report(ir: str, options: OffloadOptions) -> None:
+def _emit_report(ir: str, options: OffloadOptions) -> str | None:
+    """Writes the pipeline's report where `options.report` says and returns
+    it, so a compile AOTAutograd's cache serves can write it again."""
     if options.report is None:
-        return
+        return None
     fmt = options.report if options.report in ("text", "json") else "text"
     text = capi.run_pipeline(ir, options.pipeline_options(fmt)).report
+    _write_report(text, options)
+    return text
+
+
+def _write_report(text: str, options: OffloadOptions) -> None:
     if options.report in ("text", "json"):
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
+    elif options.report is not None:
         with open(options.report, "a") as f:
             f.write(text)
 
@@ -902,7 +911,8 @@ def backend(
                 return compile_fx(gm, example_inputs, config_patches=patches)
         key = _plan_key(gm, example_inputs, partitioner.uuid(), mode)
         return _compile_keeping_reports(
-            key, lambda: compile_fx(gm, example_inputs, config_patches=patches))
+            key, lambda: compile_fx(gm, example_inputs, config_patches=patches),
+            compile_inductor.options)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor

@@ -75,6 +75,7 @@ SLOW = (
     "tools/test_csan_plan.py",
     "bridge/test_backend.py::test_delayed_copies_and_poisoned_loads_stay_bit_identical",
     "bridge/test_backend.py::test_stress_run_catches_a_missing_wait",
+    "bridge/test_aot_cache.py",
     "bridge/test_checkpoint.py",
     "bridge/test_dynamic.py",
     "bridge/test_joint_plan.py",

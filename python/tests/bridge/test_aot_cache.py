@@ -50,13 +50,17 @@ print(json.dumps({"offloaded": report.get("offloaded"), "cached": report.get("ca
 _OPTIONS = {"min_bytes": 0, "plan": "all"}
 
 
-def _run(cache_dir, options):
+def _run(cache_dir, options, stdout=None):
+    """The step's JSON line; `stdout`, a list, receives what it printed before."""
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache_dir),
                PYTHONPATH=_PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", _STEP, json.dumps(options)], env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    *printed, last = out.stdout.strip().splitlines()
+    if stdout is not None:
+        stdout.extend(printed)
+    return json.loads(last)
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +96,14 @@ def test_any_changed_option_misses_the_cache(warm, changed):
     cache_dir, _ = warm
     run = _run(cache_dir, _OPTIONS | changed)
     assert run["cache"].get("autograd_cache_miss") == 1, (changed, run["cache"])
+
+
+def test_a_cache_hit_prints_the_text_report_again(offload_mlir, tmp_path):
+    options = _OPTIONS | {"report": "text"}
+    printed = [[], []]
+    first = _run(tmp_path, options, printed[0])
+    second = _run(tmp_path, options, printed[1])
+    assert second["cache"] == {"autograd_cache_hit": 1}, second["cache"]
+    header = "offload report: @forward -> @backward"
+    assert any(header in line for line in printed[0]), printed[0]
+    assert printed[1] == printed[0], (first["cache"], printed)
