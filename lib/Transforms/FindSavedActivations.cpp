@@ -42,11 +42,6 @@ struct FindSavedActivations
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
 
-    if (minBytes < 0) {
-      emitError(getOperation().getLoc())
-          << "min-bytes must be >= 0, got " << int64_t(minBytes);
-      return signalPassFailure();
-    }
     SavedActivationOptions options;
     options.minBytes = minBytes;
     options.denyOps.assign(denyOps.begin(), denyOps.end());

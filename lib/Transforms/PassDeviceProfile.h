@@ -15,7 +15,7 @@
 
 #include "offload/Analysis/CostModel.h"
 #include "offload/Analysis/StepSimulation.h"
-#include "offload_support/ByteSize.h"
+#include "offload/Transforms/PassOptionValues.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -55,7 +55,7 @@ getPassDeviceProfile(const DeviceProfileOverrides &overrides,
 inline FailureOr<ExecutionModel>
 getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
                       bool reuseFreedBuffers, StringRef prefetchLead,
-                      StringRef prefetchBytes, Operation *anchor) {
+                      PrefetchBytes prefetchBytes, Operation *anchor) {
   ExecutionModel execution;
   execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
@@ -70,17 +70,7 @@ getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
         << prefetchLead << "'";
     return failure();
   }
-  if (prefetchBytes != "auto") {
-    std::string error;
-    std::optional<int64_t> bytes = offload_support::parseByteSize(
-        {prefetchBytes.data(), prefetchBytes.size()}, &error);
-    if (!bytes) {
-      emitError(anchor->getLoc())
-          << "option prefetch-bytes: " << error << " (or auto)";
-      return failure();
-    }
-    execution.prefetchBytes = *bytes;
-  }
+  execution.prefetchBytes = prefetchBytes.bytes;
   return execution;
 }
 
@@ -103,20 +93,6 @@ inline FailureOr<double> getPassLoadLead(double copyMargin, double loadLead,
     return failure();
   }
   return lead;
-}
-
-/// Parses a byte-size option (offload_support::parseByteSize: 2GiB, 1.5GB,
-/// 4096); emits an error naming the option and why on failure.
-inline FailureOr<int64_t> parseBytesOption(StringRef optionName,
-                                           StringRef text, Operation *anchor) {
-  std::string error;
-  std::optional<int64_t> bytes =
-      offload_support::parseByteSize({text.data(), text.size()}, &error);
-  if (!bytes) {
-    emitError(anchor->getLoc()) << "option " << optionName << ": " << error;
-    return failure();
-  }
-  return *bytes;
 }
 
 } // namespace offload

@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Transforms/Passes.h"
-#include "offload_support/ByteSize.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -92,44 +91,12 @@ void mlir::offload::buildOffloadPipelineWithReportStream(
   buildPipeline(pm, options, &reportStream);
 }
 
-LogicalResult
-mlir::offload::checkOffloadPipelineOptions(const OffloadPipelineOptions &options,
-                                           std::string &error) {
-  // The passes check the options they use; this catches a bad value of an
-  // option no pass of this pipeline would read (max-inflight-bytes without
-  // schedule=true or a plan).
-  std::string why;
-  if (!offload_support::parseByteSize(options.maxInflightBytes.getValue(),
-                                      &why)) {
-    error = "option max-inflight-bytes: " + why;
-    return failure();
-  }
-  if (!offload_support::parseByteSize(options.coalesceBelow.getValue(),
-                                      &why)) {
-    error = "option coalesce-below: " + why;
-    return failure();
-  }
-  return success();
-}
-
 void mlir::offload::registerOffloadPipeline() {
-  // PassPipelineRegistration, plus the check above before building.
-  registerPassPipeline(
+  PassPipelineRegistration<OffloadPipelineOptions>(
       "offload-activations",
       "Offload saved forward activations to host memory and load them back "
       "before their first real use in backward",
-      [](OpPassManager &pm, StringRef text,
-         function_ref<LogicalResult(const Twine &)> errorHandler) {
-        OffloadPipelineOptions options;
-        if (failed(options.parseFromString(text)))
-          return failure();
-        std::string error;
-        if (failed(checkOffloadPipelineOptions(options, error)))
-          return errorHandler(error);
+      [](OpPassManager &pm, const OffloadPipelineOptions &options) {
         buildOffloadPipeline(pm, options);
-        return success();
-      },
-      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
-        optionsHandler(OffloadPipelineOptions());
       });
 }

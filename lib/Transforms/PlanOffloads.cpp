@@ -54,42 +54,6 @@ static constexpr double kInfiniteSeconds =
     std::numeric_limits<double>::infinity();
 
 namespace {
-/// A `budget=`: bytes, or a fraction of the predicted peak without offload.
-struct Budget {
-  std::optional<int64_t> bytes;
-  double fraction = 1;
-
-  int64_t resolve(int64_t peakWithout) const {
-    return bytes ? *bytes : static_cast<int64_t>(fraction * double(peakWithout));
-  }
-};
-} // namespace
-
-/// A number in (0, 1] is a fraction; anything else a byte size.
-static FailureOr<Budget> parseBudget(StringRef text, Operation *anchor) {
-  text = text.trim();
-  Budget budget;
-  double number;
-  bool isNumber = !text.getAsDouble(number);
-  if (isNumber && number > 0 && number <= 1) {
-    budget.fraction = number;
-    return budget;
-  }
-  std::string error;
-  budget.bytes =
-      offload_support::parseByteSize({text.data(), text.size()}, &error);
-  if (!budget.bytes) {
-    InFlightDiagnostic diag = emitError(anchor->getLoc())
-                              << "option budget: " << error;
-    if (isNumber)
-      diag << "; a fraction of the predicted peak without offload is in "
-              "(0, 1]";
-    return failure();
-  }
-  return budget;
-}
-
-namespace {
 /// Saved links sharing one device storage: offloading frees it only if all
 /// of them go.
 struct Candidate {
@@ -344,21 +308,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return signalPassFailure();
     ExecutionModel execution = *parsedExecution;
     execution.loadLead = *lead;
-    FailureOr<int64_t> inflight = parseBytesOption("max-inflight-bytes", maxInflightBytes, getOperation());
-    if (failed(inflight))
-      return signalPassFailure();
-    FailureOr<int64_t> coalesce =
-        parseBytesOption("coalesce-below", coalesceBelow, getOperation());
-    if (failed(coalesce))
-      return signalPassFailure();
-    execution.coalesceBelow = *coalesce;
-    if (mode == PlanMode::Budget) {
-      FailureOr<Budget> parsed =
-          parseBudget(budget, getOperation());
-      if (failed(parsed))
-        return signalPassFailure();
-      budgetValue = *parsed;
-    }
+    execution.coalesceBelow = coalesceBelow;
+    budgetValue = budget;
 
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
@@ -400,7 +351,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       removePlacements(step.getBackward());
     }
     for (const TrainingStep &step : steps)
-      if (failed(planStepJointly(step, costModel, execution, mode, *inflight)))
+      if (failed(planStepJointly(step, costModel, execution, mode,
+                                 maxInflightBytes)))
         return signalPassFailure();
   }
 

@@ -529,22 +529,14 @@ struct ScheduleCopies
       return signalPassFailure();
     ExecutionModel execution = *parsedExecution;
     execution.loadLead = *lead;
-    FailureOr<int64_t> cap =
-        parseBytesOption("max-inflight-bytes",
-                         maxInflightBytes, getOperation());
-    if (failed(cap))
-      return signalPassFailure();
-    FailureOr<int64_t> coalesce =
-        parseBytesOption("coalesce-below", coalesceBelow, getOperation());
-    if (failed(coalesce))
-      return signalPassFailure();
-    execution.coalesceBelow = *coalesce;
+    execution.coalesceBelow = coalesceBelow;
     SmallVector<TrainingStep> steps;
     if (failed(TrainingStep::collect(getOperation(), steps)))
       return signalPassFailure();
     CostModel costModel(*profile);
     for (const TrainingStep &step : steps)
-      if (failed(scheduleStep(step, costModel, execution, *cap, useRecorded)) ||
+      if (failed(scheduleStep(step, costModel, execution, maxInflightBytes,
+                                useRecorded)) ||
           failed(markPrefetch(step, costModel, execution)))
         return signalPassFailure();
   }

@@ -20,7 +20,7 @@
 // RUN: echo '{"name": "x", "d2h_GBps": 1e400}' > %t.profile.json
 // RUN: not offload-opt %s --offload-activations="plan=hidden device-profile=%t.profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROFILE
 // NAN: error: max-slowdown must be a finite fraction >= 0, got nan
-// NEG: error: min-bytes must be >= 0, got -5
+// NEG: for the --min-bytes option: byte size '-5' is negative
 // INF: error: device profile option hbm-gbps must be a finite number
 // PROFILE: error: device profile '{{.*}}': 'd2h_GBps' must be a finite non-negative number
 

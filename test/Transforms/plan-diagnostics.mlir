@@ -5,8 +5,8 @@
 // RUN: not offload-opt %s -split-input-file -offload-activations="budget=lots" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTION
 // PLAIN: plan-diagnostics.mlir:14:3: error: no plan fits the budget of 100 B
 // PLAIN: plan-diagnostics.mlir:31:3: error: no plan fits the budget of 100 B
-// The option's error is located at the module, without the module attached.
-// OPTION: plan-diagnostics.mlir:12:1: error: option budget: 'lots' is not a byte size
+// The option's error names the option; it comes when the option is parsed.
+// OPTION: for the --budget option: 'lots' is not a byte size
 // OPTION-NOT: see current operation
 
 module {

@@ -74,4 +74,4 @@
 // RUN: not offload-opt %S/../Examples/tiny_block.mlir --offload-activations="min-bytes=1024 recompute=false budget=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // BADPLAN: for the --plan option: 'some' is not one of all, hidden, budget
 // NOBUDGET: error: plan=budget needs budget=
-// BADBUDGET: error: option budget: 'lots' is not a byte size
+// BADBUDGET: for the --budget option: 'lots' is not a byte size

@@ -54,7 +54,7 @@
 // RUN: not offload-opt %s --offload-activations="plan=hidden prefetch-lead=soon" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-LEAD
 // RUN: not offload-opt %s --offload-activations="plan=hidden prefetch-bytes=lots" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-BYTES
 // BAD-LEAD: error: option prefetch-lead: expected seconds >= 0 or auto, got
-// BAD-BYTES: error: option prefetch-bytes:
+// BAD-BYTES: for the --prefetch-bytes option: 'lots' is not a byte size
 func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
   %e = math.exp %x : tensor<1000xf32>

@@ -35,7 +35,7 @@
 // APART: 2  math.sin {{.*}} 12.0 us
 // APART: step 84.0 us -> 2.076 ms
 
-// BAD: error: option coalesce-below: 'small' is not a byte size
+// BAD: for the --coalesce-below option: 'small' is not a byte size
 
 func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, #offload.host>, tensor<1000xf32, #offload.host>, tensor<250000xf32, #offload.host>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {

@@ -43,7 +43,7 @@
 // SYNC: 1  math.exp {{ *}}tensor<1000xf32> {{ *}}3.9 KiB  #1 math.sin {{ *}}#4 arith.mulf {{ *}}#4 arith.mulf {{ *}}4.0 us
 // SYNC: step 60.0 us -> 64.0 us (exposed copies 4.0 us)
 
-// BAD: error: option max-inflight-bytes: 'lots' is not a byte size
+// BAD: for the --max-inflight-bytes option: 'lots' is not a byte size
 
 func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32, #offload.host>)
     attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {

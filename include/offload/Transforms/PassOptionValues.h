@@ -21,6 +21,8 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace mlir {
 namespace offload {
@@ -41,6 +43,107 @@ enum class ReportFormat {
   None,
   Text,
   Json,
+};
+
+/// The value of a byte-size option (min-bytes, max-inflight-bytes,
+/// coalesce-below): bytes >= 0, written as offload_support::parseByteSize
+/// reads them (64MiB, 1.5GB, 4096). Its llvm::cl::parser parses the text
+/// when the option is parsed, so a bad value is an error that names the
+/// option; it converts to the bytes.
+struct ByteSize {
+  int64_t bytes = 0;
+
+  constexpr ByteSize(int64_t bytes = 0) : bytes(bytes) {}
+  constexpr operator int64_t() const { return bytes; }
+  bool operator==(const ByteSize &other) const { return bytes == other.bytes; }
+  bool operator!=(const ByteSize &other) const { return bytes != other.bytes; }
+
+  static constexpr const char *kValueName = "byte size";
+  /// The bytes `text` spells, or std::nullopt with why in `error`.
+  static std::optional<ByteSize> parse(StringRef text, std::string &error);
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// `prefetch-bytes`: a byte size, or auto (`bytes` < 0: planned).
+struct PrefetchBytes {
+  int64_t bytes = -1;
+
+  constexpr PrefetchBytes(int64_t bytes = -1) : bytes(bytes) {}
+  bool isAuto() const { return bytes < 0; }
+  bool operator==(const PrefetchBytes &other) const {
+    return bytes == other.bytes;
+  }
+  bool operator!=(const PrefetchBytes &other) const {
+    return bytes != other.bytes;
+  }
+
+  static constexpr const char *kValueName = "byte size or auto";
+  static std::optional<PrefetchBytes> parse(StringRef text,
+                                            std::string &error);
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// `budget=`: a byte size, or a fraction in (0, 1] of the predicted peak
+/// without offload; empty (the default) is no budget.
+struct Budget {
+  std::optional<int64_t> bytes;
+  /// Without `bytes`: the fraction, 0 for no budget.
+  double fraction = 0;
+
+  bool empty() const { return !bytes && fraction == 0; }
+  /// The budget in bytes for a step whose peak without offload is
+  /// `peakWithout`.
+  int64_t resolve(int64_t peakWithout) const {
+    return bytes ? *bytes
+                 : static_cast<int64_t>(fraction * double(peakWithout));
+  }
+  bool operator==(const Budget &other) const {
+    return bytes == other.bytes && fraction == other.fraction;
+  }
+  bool operator!=(const Budget &other) const { return !(*this == other); }
+
+  static constexpr const char *kValueName = "byte size or fraction";
+  static std::optional<Budget> parse(StringRef text, std::string &error);
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Prints an option value so that its parse() reads it back unchanged.
+template <typename T, typename = decltype(&T::kValueName)>
+llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const T &value) {
+  value.print(os);
+  return os;
+}
+
+/// The llvm::cl parser of the option value types above: T::parse reads the
+/// text when the option is parsed and its error is the option's ("for the
+/// --budget option: unknown unit 'XB' in '12XB' ..."). llvm::cl::parser<T>
+/// is specialized to it for each type, below.
+template <typename T>
+class ValueOptionParser : public llvm::cl::basic_parser<T> {
+public:
+  using llvm::cl::basic_parser<T>::basic_parser;
+
+  /// Returns true on error, as llvm::cl parsers do.
+  bool parse(llvm::cl::Option &option, StringRef, StringRef arg, T &value) {
+    std::string error;
+    std::optional<T> parsed = T::parse(arg, error);
+    if (!parsed)
+      return option.error(error);
+    value = *parsed;
+    return false;
+  }
+
+  StringRef getValueName() const override { return T::kValueName; }
+
+  void printOptionDiff(const llvm::cl::Option &option, const T &value,
+                       const llvm::cl::OptionValue<T> &defaultValue,
+                       size_t globalWidth) const {
+    this->printOptionName(option, globalWidth);
+    llvm::outs() << "= " << value;
+    if (defaultValue.hasValue())
+      llvm::outs() << " (default: " << defaultValue.getValue() << ")";
+    llvm::outs() << "\n";
+  }
 };
 
 /// Defaults shared by several options.
@@ -86,16 +189,16 @@ inline constexpr bool kRecompute = true;
 inline constexpr double kMaxRecompute = 0.01;
 /// A recomputation repeats at most this many forward ops.
 inline constexpr unsigned kRecomputeMaxOps = 32;
-/// `max-inflight-bytes`, parsed by offload_support::parseByteSize.
-inline constexpr const char kMaxInflightBytes[] = "2GiB";
-/// `coalesce-below`, parsed by offload_support::parseByteSize: scheduled
-/// copies smaller than this issued at one point move as one transfer; "0"
-/// never. Off until measured on the GPU through the compiled path.
-inline constexpr const char kCoalesceBelow[] = "0";
+/// `max-inflight-bytes`: 2 GiB.
+inline constexpr int64_t kMaxInflightBytes = int64_t(2) << 30;
+/// `coalesce-below`: scheduled copies smaller than this issued at one point
+/// move as one transfer; 0 never. Off until measured on the GPU through the
+/// compiled path.
+inline constexpr int64_t kCoalesceBelow = 0;
 /// prefetch-lead: no loads start during another graph's backward.
 inline constexpr const char kPrefetchLead[] = "0";
-/// prefetch-bytes: planned from the step's own backward.
-inline constexpr const char kPrefetchBytes[] = "auto";
+/// prefetch-bytes: auto, planned from the step's own backward.
+inline constexpr int64_t kPrefetchBytes = -1;
 inline constexpr ExecutionModel::Release kRelease =
     ExecutionModel::Release::AfterCopy;
 inline constexpr bool kFuseMemoryBound = false;
@@ -204,6 +307,28 @@ public:
 
 namespace llvm {
 namespace cl {
+/// A class-typed option keeps its default as an OptionValueCopy, as
+/// std::string's does.
+#define OFFLOAD_OPTION_VALUE(T)                                                \
+  template <> struct OptionValue<T> final : OptionValueCopy<T> {               \
+    using WrapperType = T;                                                     \
+    OptionValue() = default;                                                   \
+    OptionValue(const T &value) { setValue(value); }                           \
+    OptionValue &operator=(const T &value) {                                   \
+      setValue(value);                                                         \
+      return *this;                                                            \
+    }                                                                          \
+  };                                                                           \
+  template <>                                                                  \
+  class parser<T> : public mlir::offload::ValueOptionParser<T> {               \
+  public:                                                                      \
+    using ValueOptionParser::ValueOptionParser;                                \
+  };
+OFFLOAD_OPTION_VALUE(mlir::offload::ByteSize)
+OFFLOAD_OPTION_VALUE(mlir::offload::PrefetchBytes)
+OFFLOAD_OPTION_VALUE(mlir::offload::Budget)
+#undef OFFLOAD_OPTION_VALUE
+
 template <>
 class parser<mlir::offload::PlanMode>
     : public mlir::offload::EnumOptionParser<mlir::offload::PlanMode> {

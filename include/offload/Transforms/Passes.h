@@ -25,7 +25,7 @@ namespace offload {
 /// passes' options come from PassOptionValues.h.
 struct OffloadPipelineOptions
     : public PassPipelineOptions<OffloadPipelineOptions> {
-  PassOptions::Option<int64_t> minBytes{
+  PassOptions::Option<ByteSize> minBytes{
       *this, "min-bytes",
       llvm::cl::desc("Values smaller than this stay on the device (default: "
                      "1 MiB)"),
@@ -48,12 +48,11 @@ struct OffloadPipelineOptions
       llvm::cl::desc("What to offload: all, hidden (the default) or budget "
                      "(what budget= alone means)"),
       llvm::cl::init(defaults::kPipelinePlan), planModeValues()};
-  PassOptions::Option<std::string> budget{
+  PassOptions::Option<Budget> budget{
       *this, "budget",
       llvm::cl::desc("Device memory budget (20GiB, 16GB, ...) or a fraction "
                      "of the predicted peak without offload (0.6); implies "
-                     "plan=budget"),
-      llvm::cl::init("")};
+                     "plan=budget")};
   PassOptions::Option<double> maxSlowdown{
       *this, "max-slowdown",
       llvm::cl::desc("plan=hidden: largest predicted step time increase"),
@@ -85,11 +84,11 @@ struct OffloadPipelineOptions
                      "(offload-schedule-copies); false: one synchronous copy "
                      "each way per value"),
       llvm::cl::init(defaults::kSchedule)};
-  PassOptions::Option<std::string> maxInflightBytes{
+  PassOptions::Option<ByteSize> maxInflightBytes{
       *this, "max-inflight-bytes",
       llvm::cl::desc("Most bytes of loads started and not yet waited"),
       llvm::cl::init(defaults::kMaxInflightBytes)};
-  PassOptions::Option<std::string> coalesceBelow{
+  PassOptions::Option<ByteSize> coalesceBelow{
       *this, "coalesce-below",
       llvm::cl::desc("With schedule=true: copies smaller than this (a byte "
                      "size; 0: none) issued at one point move as one "
@@ -134,7 +133,7 @@ struct OffloadPipelineOptions
                      "graph before, during which the first loads may run "
                      "(0: none; auto: planned)"),
       llvm::cl::init(defaults::kPrefetchLead)};
-  PassOptions::Option<std::string> prefetchBytes{
+  PassOptions::Option<PrefetchBytes> prefetchBytes{
       *this, "prefetch-bytes",
       llvm::cl::desc("Device memory the loads started early may hold (a "
                      "byte size, or auto: planned)"),
@@ -159,11 +158,6 @@ void buildOffloadPipelineWithReportStream(OpPassManager &pm,
 /// (no `output`, or output=-) to `reportStream` instead.
 std::unique_ptr<Pass> createOffloadReport(const OffloadReportOptions &options,
                                           llvm::raw_ostream &reportStream);
-
-/// Checks what the passes would not: a bad value of an option that no pass
-/// of the pipeline reads with these options. `error` says why.
-LogicalResult checkOffloadPipelineOptions(const OffloadPipelineOptions &options,
-                                          std::string &error);
 
 /// Registers `offload-activations`.
 void registerOffloadPipeline();

@@ -65,7 +65,7 @@ defvar CostModelOptions = [
          "during which its first loads may run; it starts the next graph's "
          "the same time before its own backward ends (0: none; auto: the "
          "lead that moves the most bytes within prefetch-bytes)">,
-  Option<"prefetchBytes", "prefetch-bytes", "std::string",
+  Option<"prefetchBytes", "prefetch-bytes", "::mlir::offload::PrefetchBytes",
          /*default=*/"::mlir::offload::defaults::kPrefetchBytes",
          "Device memory the loads started early may hold during the lead (a "
          "byte size, or auto: what the last prefetch-lead seconds of this "
@@ -90,10 +90,10 @@ def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {
     moves them as one copy where it can.
   }];
   let options = [
-    Option<"minBytes", "min-bytes", "int64_t",
+    Option<"minBytes", "min-bytes", "::mlir::offload::ByteSize",
            /*default=*/"::mlir::offload::defaults::kMinBytes",
-           "Values smaller than this stay on the device; values of unknown "
-           "(dynamic) size stay unless this is 0">,
+           "Values smaller than this (a byte size: 1MiB, 4096) stay on the "
+           "device; values of unknown (dynamic) size stay unless this is 0">,
     ListOption<"denyOps", "deny-ops", "std::string",
                "Producers (op names or trace targets) whose results stay on "
                "the device">,
@@ -305,7 +305,7 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     ```
   }];
   let options = !listconcat(CostModelOptions, [
-    Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
+    Option<"maxInflightBytes", "max-inflight-bytes", "::mlir::offload::ByteSize",
            /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
            "Most bytes of loads started and not yet waited (a byte size: "
            "2GiB, 512MiB, 1.5GB, 4096; 0: no limit)">,
@@ -317,7 +317,7 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
            "Hoist each load start this fraction of its copy time earlier "
            "than the model needs, where memory allows (negative: "
            "copy-margin's value)">,
-    Option<"coalesceBelow", "coalesce-below", "std::string",
+    Option<"coalesceBelow", "coalesce-below", "::mlir::offload::ByteSize",
            /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
            "Copies smaller than this (a byte size; 0: none) issued at one "
            "point become one offload_group_start or load_group_start">,
@@ -380,7 +380,8 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kPlan",
            "What to keep offloading: all, hidden or budget",
            "::mlir::offload::planModeValues()">,
-    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+    Option<"budget", "budget", "::mlir::offload::Budget",
+           /*default=*/"::mlir::offload::Budget()",
            "Device memory budget: a byte size (20GiB, 16GB, 512MiB) or a "
            "fraction (0 < f <= 1) of the predicted peak without offload">,
     Option<"maxSlowdown", "max-slowdown", "double",
@@ -408,10 +409,10 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            "Predict with load starts hoisted as far as time, in-flight bytes "
            "and the peak allow (as offload-schedule-copies does); false: "
            "loads start at their wait">,
-    Option<"maxInflightBytes", "max-inflight-bytes", "std::string",
+    Option<"maxInflightBytes", "max-inflight-bytes", "::mlir::offload::ByteSize",
            /*default=*/"::mlir::offload::defaults::kMaxInflightBytes",
            "In-flight load bytes limit the prediction assumes">,
-    Option<"coalesceBelow", "coalesce-below", "std::string",
+    Option<"coalesceBelow", "coalesce-below", "::mlir::offload::ByteSize",
            /*default=*/"::mlir::offload::defaults::kCoalesceBelow",
            "Predict copies smaller than this (a byte size; 0: none) issued "
            "at one point as one transfer, as offload-schedule-copies groups "
