@@ -20,17 +20,17 @@ func.func @round_trip(%x: tensor<8x1024xbf16>) -> tensor<8x1024xbf16> {
 // -----
 
 // A training step may read host values through load_start.
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @step_loads_host_value_backward
 // CHECK: offload.load_start %arg0
-func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32, #offload.host>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @step_loads_host_value_forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32, #offload.host>)
+    attributes {offload.backward = @step_loads_host_value_backward, offload.num_outputs = 1 : i64} {
   %e = math.exp %x : tensor<4xf32>
   %f = offload.offload_start %e : tensor<4xf32> -> !offload.future<tensor<4xf32, #offload.host>>
   %n = math.exp %x : tensor<4xf32>
   %h = offload.wait %f : !offload.future<tensor<4xf32, #offload.host>>
   return %n, %h : tensor<4xf32>, tensor<4xf32, #offload.host>
 }
-func.func @backward(%s: tensor<4xf32, #offload.host>, %g: tensor<4xf32>) -> tensor<4xf32> {
+func.func @step_loads_host_value_backward(%s: tensor<4xf32, #offload.host>, %g: tensor<4xf32>) -> tensor<4xf32> {
   %f = offload.load_start %s : tensor<4xf32, #offload.host> -> !offload.future<tensor<4xf32>>
   %a = math.exp %g : tensor<4xf32>
   %v = offload.wait %f : !offload.future<tensor<4xf32>>

@@ -3,7 +3,8 @@
 // reads the descriptor, not the memory the copy consumes: the IR verifies,
 // and buffer deallocation still hands the source to the runtime.
 // RUN: offload-opt %s --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" | FileCheck %s
-// RUN: offload-opt %s --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" --buffer-deallocation-pipeline | FileCheck %s --check-prefix=DEALLOC
+// RUN: offload-opt %s --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --buffer-deallocation-pipeline | FileCheck %s --check-prefix=DEALLOC
 
 // CHECK-LABEL: func @size_read_after_start
 // CHECK: %[[A:.*]] = memref.alloc(%{{.*}}) {{.*}} : memref<?xf32>

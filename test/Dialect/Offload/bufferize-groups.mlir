@@ -4,17 +4,20 @@
 // (release_source on the group: a source the block owns is taken over; a
 // read-only argument was copied first by bufferization), and frees the host
 // buffers after their loads.
-// RUN: offload-opt %s --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" --buffer-deallocation-pipeline | FileCheck %s
+// RUN: offload-opt %s --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --buffer-deallocation-pipeline | FileCheck %s
 
 // CHECK-LABEL: func.func @groups
 // CHECK-SAME: (%[[Y:.*]]: memref<2x8xbf16>)
 // CHECK: %[[A:.*]] = memref.alloc() {{.*}}: memref<4xf32>
 // CHECK: %[[C:.*]] = memref.alloc() : memref<2x8xbf16>
 // CHECK: memref.copy %[[Y]], %[[C]]
-// CHECK: %[[F:.*]]:2 = offload.offload_group_start %[[A]], %[[C]] release_source : memref<4xf32>, memref<2x8xbf16> -> !offload.buffer_future<memref<4xf32, #offload.host>>, !offload.buffer_future<memref<2x8xbf16, #offload.host>>
+// CHECK: %[[F:.*]]:2 = offload.offload_group_start %[[A]], %[[C]] release_source : memref<4xf32>, memref<2x8xbf16> ->
+// CHECK-SAME: !offload.buffer_future<memref<4xf32, #offload.host>>, !offload.buffer_future<memref<2x8xbf16, #offload.host>>
 // CHECK: %[[HA:.*]] = offload.wait %[[F]]#0
 // CHECK: %[[HB:.*]] = offload.wait %[[F]]#1
-// CHECK: %[[G:.*]]:2 = offload.load_group_start %[[HA]], %[[HB]] : memref<4xf32, #offload.host>, memref<2x8xbf16, #offload.host> -> !offload.buffer_future<memref<4xf32>>, !offload.buffer_future<memref<2x8xbf16>>
+// CHECK: %[[G:.*]]:2 = offload.load_group_start %[[HA]], %[[HB]] : memref<4xf32, #offload.host>, memref<2x8xbf16, #offload.host> ->
+// CHECK-SAME: !offload.buffer_future<memref<4xf32>>, !offload.buffer_future<memref<2x8xbf16>>
 // CHECK: %[[LA:.*]] = offload.wait %[[G]]#0
 // CHECK: %[[LB:.*]] = offload.wait %[[G]]#1
 // CHECK-NOT: memref.dealloc %[[A]]

@@ -2,7 +2,7 @@
 
 // The copies bufferize to new allocations in the other memory; host tensors
 // become memrefs in the #offload.host memory space across function boundaries.
-// CHECK-LABEL: func @forward
+// CHECK-LABEL: func @offload_copies_a_source_read_later_forward
 // CHECK-SAME: -> (memref<8x16xf32>, memref<8x16xf32, #offload.host>)
 // The offload consumes its source, and %e is still read after it: the
 // offload gets a copy of %e.
@@ -12,11 +12,11 @@
 // CHECK: %[[H:.*]] = offload.offload_buffer %[[C]] : memref<8x16xf32> -> memref<8x16xf32, #offload.host>
 // CHECK: linalg.exp ins(%[[E]] : memref<8x16xf32>)
 // CHECK: return %{{.*}}, %[[H]]
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @offload_copies_a_source_read_later_backward
 // CHECK-SAME: (%[[S:.*]]: memref<8x16xf32, #offload.host>
 // CHECK: %[[L:.*]] = offload.load_buffer %[[S]] : memref<8x16xf32, #offload.host> -> memref<8x16xf32>
-func.func @forward(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32, #offload.host>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @offload_copies_a_source_read_later_forward(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32, #offload.host>)
+    attributes {offload.backward = @offload_copies_a_source_read_later_backward, offload.num_outputs = 1 : i64} {
   %init = tensor.empty() : tensor<8x16xf32>
   %e = linalg.exp ins(%x : tensor<8x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
   %h = offload.offload_to_cpu %e : tensor<8x16xf32> -> tensor<8x16xf32, #offload.host>
@@ -24,7 +24,7 @@ func.func @forward(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32, 
   %t = linalg.exp ins(%e : tensor<8x16xf32>) outs(%init2 : tensor<8x16xf32>) -> tensor<8x16xf32>
   return %t, %h : tensor<8x16xf32>, tensor<8x16xf32, #offload.host>
 }
-func.func @backward(%s: tensor<8x16xf32, #offload.host>, %g: tensor<8x16xf32>) -> tensor<8x16xf32> {
+func.func @offload_copies_a_source_read_later_backward(%s: tensor<8x16xf32, #offload.host>, %g: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %l = offload.load_to_gpu %s : tensor<8x16xf32, #offload.host> -> tensor<8x16xf32>
   %init = tensor.empty() : tensor<8x16xf32>
   %r = linalg.mul ins(%l, %g : tensor<8x16xf32>, tensor<8x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>

@@ -4,10 +4,12 @@
 
 // Copy groups round-trip: one future per source, each waited on its own.
 // CHECK-LABEL: func @round_trip
-// CHECK: %[[F:.*]]:2 = offload.offload_group_start %arg0, %arg1 : tensor<1024xf32>, tensor<256xbf16> -> !offload.future<tensor<1024xf32, #offload.host>>, !offload.future<tensor<256xbf16, #offload.host>>
+// CHECK: %[[F:.*]]:2 = offload.offload_group_start %arg0, %arg1 : tensor<1024xf32>, tensor<256xbf16> -> !offload.future<tensor<1024xf32,
+// CHECK-SAME: #offload.host>>, !offload.future<tensor<256xbf16, #offload.host>>
 // CHECK: %[[H0:.*]] = offload.wait %[[F]]#0 : !offload.future<tensor<1024xf32, #offload.host>>
 // CHECK: %[[H1:.*]] = offload.wait %[[F]]#1 : !offload.future<tensor<256xbf16, #offload.host>>
-// CHECK: %[[G:.*]]:2 = offload.load_group_start %[[H1]], %[[H0]] : tensor<256xbf16, #offload.host>, tensor<1024xf32, #offload.host> -> !offload.future<tensor<256xbf16>>, !offload.future<tensor<1024xf32>>
+// CHECK: %[[G:.*]]:2 = offload.load_group_start %[[H1]], %[[H0]] : tensor<256xbf16, #offload.host>, tensor<1024xf32, #offload.host> ->
+// CHECK-SAME: !offload.future<tensor<256xbf16>>, !offload.future<tensor<1024xf32>>
 // CHECK: offload.wait %[[G]]#1
 // CHECK: offload.wait %[[G]]#0
 // Starts and waits are never merged or dropped.

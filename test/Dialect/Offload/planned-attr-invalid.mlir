@@ -1,11 +1,11 @@
 // RUN: offload-opt %s -split-input-file -verify-diagnostics
 
 // expected-error @below {{expects 'offload.planned' to be {peak_bytes = <integer>, step_seconds = <float>}}}
-func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64, offload.planned = {peak_bytes = 1 : i64}} {
+func.func @planned_without_step_seconds_forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {offload.backward = @planned_without_step_seconds_backward, offload.num_outputs = 1 : i64, offload.planned = {peak_bytes = 1 : i64}} {
   return %x, %x : tensor<4xf32>, tensor<4xf32>
 }
-func.func @backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+func.func @planned_without_step_seconds_backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
   return %g : tensor<4xf32>
 }
 

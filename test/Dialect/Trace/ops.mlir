@@ -1,6 +1,6 @@
-// RUN: offload-opt %s | FileCheck %s
-// RUN: offload-opt %s | offload-opt | FileCheck %s
-// RUN: offload-opt %s -mlir-print-op-generic | offload-opt | FileCheck %s
+// RUN: offload-opt %s -split-input-file | FileCheck %s
+// RUN: offload-opt %s -split-input-file | offload-opt -split-input-file | FileCheck %s
+// RUN: offload-opt %s -split-input-file -mlir-print-op-generic | offload-opt -split-input-file | FileCheck %s
 
 // CHECK-LABEL: func @ops
 func.func @ops(%a: tensor<8x1024xbf16>, %b: tensor<1024x1024xbf16>, %g: tensor<1024xbf16>)
@@ -29,6 +29,8 @@ func.func @ops(%a: tensor<8x1024xbf16>, %b: tensor<1024x1024xbf16>, %g: tensor<1
       : (tensor<8x1024xbf16>) -> tensor<1024x8xbf16>
   return %5, %2, %0 : tensor<1024x8xbf16>, tensor<16x1024xbf16>, tensor<8x1024xbf16>
 }
+
+// -----
 
 // CHECK-LABEL: func @no_operands
 // CHECK: trace.op "aten.zeros.default"() {args = {{\[}}[4]], node = "zeros"} : () -> tensor<4xf32>
