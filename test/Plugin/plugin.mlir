@@ -1,21 +1,29 @@
 // REQUIRES: plugin
 // Debian's mlir-opt loads the project as one plugin and runs the same pipeline,
 // named the upstream way, in --pass-pipeline.
-// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --pass-pipeline="builtin.module(offload-activations{plan=all min-bytes=1024 schedule=false})" | FileCheck %s
-// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --pass-pipeline="builtin.module(offload-activations{plan=all schedule=false min-bytes=16384 report=text})" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
-// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --pass-pipeline="builtin.module(offload-find-saved-activations{min-bytes=0},offload-insert-offloads,offload-reorder-backward,offload-insert-loads)" | FileCheck %s
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(offload-activations{plan=all min-bytes=1024 schedule=false})" | FileCheck %s
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(offload-activations{plan=all schedule=false min-bytes=16384 report=text})" -o /dev/null 2>&1 | FileCheck %s \
+// RUN:   --check-prefix=REPORT
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(offload-find-saved-activations{min-bytes=0},offload-insert-offloads,offload-reorder-backward,offload-insert-loads)" \
+// RUN:   | FileCheck %s
 
 // The plugin adds no flags, so mlir-opt's own keep working next to it:
 // upstream passes in the same pipeline, and flags such as
 // --mlir-print-ir-after.
-// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --pass-pipeline="builtin.module(canonicalize,offload-activations{plan=all min-bytes=1024 schedule=false},cse)" --mlir-print-ir-after=cse 2>%t.after | FileCheck %s
+// RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
+// RUN:   --pass-pipeline="builtin.module(canonicalize,offload-activations{plan=all min-bytes=1024 schedule=false},cse)" --mlir-print-ir-after=cse \
+// RUN:   2>%t.after | FileCheck %s
 // RUN: FileCheck %s --check-prefix=AFTER < %t.after
 // Upstream per-pass flags work with the plugin loaded.
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --canonicalize --cse | FileCheck %s --check-prefix=UPSTREAM
 // The former --offload-activations flag is gone: it filled in --pass-pipeline,
 // so mlir-opt refused it next to --canonicalize, and a later --pass-pipeline
 // silently replaced it.
-// RUN: not host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext --offload-activations --canonicalize 2>&1 | FileCheck %s --check-prefix=NOFLAG
+// RUN: not host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
+// RUN:   --offload-activations --canonicalize 2>&1 | FileCheck %s --check-prefix=NOFLAG
 
 // NOFLAG: Unknown command line argument '--offload-activations'
 

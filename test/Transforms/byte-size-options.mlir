@@ -9,7 +9,9 @@
 // RUN: offload-opt %s --offload-activations="budget=64M report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FITS
 // RUN: offload-opt %s --offload-activations="budget=0.5mib report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FITS
 // RUN: offload-opt %s -offload-find-saved-activations -offload-insert-offloads -offload-insert-loads -offload-schedule-copies="max-inflight-bytes=1.5G" | FileCheck %s --check-prefix=INFLIGHT
+// FITS-LABEL: offload report: @byte_size_options_forward -> @byte_size_options_backward
 // FITS: 0 of 1 saved results offloaded
+// INFLIGHT-LABEL: func.func @byte_size_options_forward
 // INFLIGHT: offload.load_start
 
 // min-bytes is a byte size too: 4 KiB keeps the 4000-byte value.
@@ -51,14 +53,14 @@
 // DEFAULTS-SAME: prefetch-bytes=auto
 
 // One 4000-byte saved value; the step's predicted peak is 15.6 KiB.
-func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @byte_size_options_forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
+    attributes {offload.backward = @byte_size_options_backward, offload.num_outputs = 1 : i64} {
   %e = math.exp %x : tensor<1000xf32>
   %y = math.sin %e : tensor<1000xf32>
   %z = math.sin %y : tensor<1000xf32>
   return %z, %e : tensor<1000xf32>, tensor<1000xf32>
 }
-func.func @backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+func.func @byte_size_options_backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
   %a = math.exp %g : tensor<1000xf32>
   %b = math.exp %a : tensor<1000xf32>
   %c = math.exp %b : tensor<1000xf32>

@@ -2,7 +2,7 @@
 // RUN: offload-opt %s -split-input-file -offload-find-saved-activations="min-bytes=0 deny-ops=aten.mm.default" | FileCheck %s --check-prefix=OPTS
 
 // Every saved result gets exactly one decision; forward outputs get none.
-// CHECK-LABEL: func @forward
+// CHECK-LABEL: func @one_decision_per_saved_result_forward
 // CHECK-SAME: -> (tensor<256xf32>,
 // CHECK-SAME: tensor<256xf32> {offload.selected},
 // CHECK-SAME: tensor<256xf32> {offload.kept = "function argument"},
@@ -10,13 +10,13 @@
 // CHECK-SAME: tensor<256xf32> {offload.kept = "opted out (offload.keep)"},
 // CHECK-SAME: tensor<4xf32> {offload.kept = "below min-bytes (16 < 1024)"},
 // CHECK-SAME: tensor<?xf32> {offload.kept = "size unknown (dynamic shape)"})
-// OPTS-LABEL: func @forward
+// OPTS-LABEL: func @one_decision_per_saved_result_forward
 // OPTS-SAME: tensor<4xf32> {offload.selected},
 // OPTS-SAME: tensor<?xf32> {offload.selected})
-func.func @forward(%x: tensor<256xf32>, %n: index)
+func.func @one_decision_per_saved_result_forward(%x: tensor<256xf32>, %n: index)
     -> (tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<16xf32>,
         tensor<256xf32>, tensor<4xf32>, tensor<?xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+    attributes {offload.backward = @one_decision_per_saved_result_backward, offload.num_outputs = 1 : i64} {
   %0 = math.exp %x : tensor<256xf32>
   %1 = math.tanh %0 : tensor<256xf32>
   %v = tensor.extract_slice %x[0] [16] [1] : tensor<256xf32> to tensor<16xf32>
@@ -27,7 +27,7 @@ func.func @forward(%x: tensor<256xf32>, %n: index)
       : tensor<256xf32>, tensor<256xf32>, tensor<256xf32>, tensor<16xf32>,
         tensor<256xf32>, tensor<4xf32>, tensor<?xf32>
 }
-func.func @backward(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<16xf32>,
+func.func @one_decision_per_saved_result_backward(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<16xf32>,
                     %d: tensor<256xf32>, %e: tensor<4xf32>, %f: tensor<?xf32>) {
   return
 }
@@ -89,12 +89,12 @@ func.func @backward_trace(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) {
 // CHECK-LABEL: func @forward_in_place
 // CHECK-SAME: -> (tensor<256xf32>, tensor<256xf32> {offload.kept = "shares storage with forward output #0"})
 func.func @forward_in_place(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+    attributes {offload.backward = @backward_in_place, offload.num_outputs = 1 : i64} {
   %0 = trace.op "aten.exp.default"(%x) : (tensor<256xf32>) -> tensor<256xf32>
   %1 = trace.op "aten.relu_.default"(%0) {mutates = array<i64: 0>} : (tensor<256xf32>) -> tensor<256xf32>
   return %1, %0 : tensor<256xf32>, tensor<256xf32>
 }
-func.func @backward(%a: tensor<256xf32>) {
+func.func @backward_in_place(%a: tensor<256xf32>) {
   return
 }
 

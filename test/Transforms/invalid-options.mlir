@@ -36,13 +36,13 @@
 // PIPELINE-SAME: release=at-wait
 // PIPELINE: offload-report{{.*}}format=json
 
-func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @invalid_options_forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
+    attributes {offload.backward = @invalid_options_backward, offload.num_outputs = 1 : i64} {
   %e = math.exp %x : tensor<1000xf32>
   %y = math.sin %e : tensor<1000xf32>
   return %y, %e : tensor<1000xf32>, tensor<1000xf32>
 }
-func.func @backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+func.func @invalid_options_backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
   %o = arith.mulf %g, %s : tensor<1000xf32>
   return %o : tensor<1000xf32>
 }

@@ -7,32 +7,32 @@
 // An MLP step in upstream linalg/arith/math/tensor: the hidden activation is
 // offloaded after its last forward use and loaded right before the view
 // that feeds its first real consumer in backward.
-// CHECK-LABEL: func @forward
+// CHECK-LABEL: func @mlp_step_forward
 // CHECK-SAME: -> (tensor<64x64xf32>, tensor<64x64xf32, #offload.host>, tensor<64x64xf32> {offload.kept = "function argument"})
 // CHECK: %[[H:.*]] = linalg.matmul
 // CHECK: %[[A:.*]] = math.tanh %[[H]]
 // CHECK-NEXT: %[[C:.*]] = offload.offload_to_cpu %[[H]]
 // CHECK: return %{{.*}}, %[[C]], %arg0
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @mlp_step_backward
 // CHECK: linalg.fill
 // CHECK-NEXT: linalg.matmul
 // CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %arg0
 // CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %[[L]]
 // CHECK-NEXT: %[[X:.*]] = tensor.expand_shape %[[V]]
 // CHECK-NEXT: math.tanh %[[X]]
-// DEFAULT-LABEL: func @forward
+// DEFAULT-LABEL: func @mlp_step_forward
 // DEFAULT: %[[H:.*]] = linalg.matmul
 // DEFAULT: math.tanh %[[H]]
 // DEFAULT-NEXT: %[[F:.*]] = offload.offload_start %[[H]]
 // DEFAULT: %[[C:.*]] = offload.wait %[[F]]
 // DEFAULT: return %{{.*}}, %[[C]], %arg0
-// DEFAULT-LABEL: func @backward
+// DEFAULT-LABEL: func @mlp_step_backward
 // DEFAULT: offload.load_start %arg0
 // DEFAULT: offload.wait
 // DEFAULT: math.tanh
-func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
+func.func @mlp_step_forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
     -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+    attributes {offload.backward = @mlp_step_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<64x64xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
@@ -41,7 +41,7 @@ func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
   %y = arith.mulf %a, %a : tensor<64x64xf32>
   return %y, %h, %x : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
 }
-func.func @backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+func.func @mlp_step_backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %v = tensor.collapse_shape %h [[0, 1]] : tensor<64x64xf32> into tensor<4096xf32>
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<64x64xf32>
@@ -58,7 +58,7 @@ func.func @backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x
 // The views of the saved value have no effects, so an unrelated memref.store
 // (a step counter) between them and their consumer holds neither them nor
 // the load back: the load sits right before the views, right before tanh.
-// CHECK-LABEL: func @backward_store
+// CHECK-LABEL: func @store_between_views_and_consumer_backward
 // CHECK: linalg.matmul
 // CHECK-NEXT: memref.alloc
 // CHECK-NEXT: memref.store
@@ -66,9 +66,9 @@ func.func @backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x
 // CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %[[L]]
 // CHECK-NEXT: %[[X:.*]] = tensor.expand_shape %[[V]]
 // CHECK-NEXT: math.tanh %[[X]]
-func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
+func.func @store_between_views_and_consumer_forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
     -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
-    attributes {offload.backward = @backward_store, offload.num_outputs = 1 : i64} {
+    attributes {offload.backward = @store_between_views_and_consumer_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<64x64xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
@@ -77,7 +77,7 @@ func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
   %y = arith.mulf %a, %a : tensor<64x64xf32>
   return %y, %h, %x : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
 }
-func.func @backward_store(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+func.func @store_between_views_and_consumer_backward(%h: tensor<64x64xf32>, %x: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %v = tensor.collapse_shape %h [[0, 1]] : tensor<64x64xf32> into tensor<4096xf32>
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1 : i64

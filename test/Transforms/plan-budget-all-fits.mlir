@@ -7,10 +7,10 @@
 // what the budget does not need.
 // RUN: offload-opt %s -offload-activations="min-bytes=1024 budget=140000 report=text" -o /dev/null 2>&1 | FileCheck %s
 
-// CHECK: offload report: @forward -> @backward: 2 of 2 saved results offloaded
+// CHECK-LABEL: offload report: @plan_budget_all_fits_forward -> @plan_budget_all_fits_backward: 2 of 2 saved results offloaded
 // CHECK: peak device memory 148.0 KiB -> 132.0 KiB
-func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<4096xf32>, tensor<4096xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @plan_budget_all_fits_forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<4096xf32>, tensor<4096xf32>)
+    attributes {offload.backward = @plan_budget_all_fits_backward, offload.num_outputs = 1 : i64} {
   %a = trace.op "aten.exp.default"(%x) : (tensor<1024xf32>) -> tensor<4096xf32>
   %c1 = trace.op "aten.exp.default"(%x) : (tensor<1024xf32>) -> tensor<1024xf32>
   %c2 = trace.op "aten.exp.default"(%c1) : (tensor<1024xf32>) -> tensor<1024xf32>
@@ -25,7 +25,7 @@ func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<4096xf32>,
   %y = trace.op "aten.sum.default"(%b) : (tensor<4096xf32>) -> tensor<1024xf32>
   return %y, %a, %b : tensor<1024xf32>, tensor<4096xf32>, tensor<4096xf32>
 }
-func.func @backward(%sa: tensor<4096xf32>, %sb: tensor<4096xf32>, %g: tensor<1024xf32>) -> tensor<4096xf32> {
+func.func @plan_budget_all_fits_backward(%sa: tensor<4096xf32>, %sb: tensor<4096xf32>, %g: tensor<1024xf32>) -> tensor<4096xf32> {
   %u0 = trace.op "aten.mul.Tensor"(%sa, %g) : (tensor<4096xf32>, tensor<1024xf32>) -> tensor<1024xf32>
   %u1 = trace.op "aten.exp.default"(%u0) : (tensor<1024xf32>) -> tensor<1024xf32>
   %u2 = trace.op "aten.exp.default"(%u1) : (tensor<1024xf32>) -> tensor<1024xf32>
