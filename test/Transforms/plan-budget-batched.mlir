@@ -17,7 +17,9 @@
 // Scheduled with release=at-wait, 0.75 is out of reach (the offloads hold
 // their sources until their waits; smallest peak 46.99 MiB): the planner
 // plans it synchronously, where it fits (plan-budget-synchronous.mlir).
-// RUN: offload-opt %t/scaling_3000.mlir --offload-activations="min-bytes=1024 recompute=false budget=0.75 schedule=true release=at-wait fuse-memory-bound=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AT-WAIT
+// RUN: offload-opt %t/scaling_3000.mlir \
+// RUN:   --offload-activations="min-bytes=1024 recompute=false budget=0.75 schedule=true release=at-wait fuse-memory-bound=true report=text" -o \
+// RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=AT-WAIT
 // SYNC: "offloaded_values": 49,
 // SYNC: "peak_bytes_after": 57005568,
 // SYNC: "step_seconds_after": 0.00465281816436362

@@ -10,9 +10,13 @@
 // schedule=false, and the report agrees with the planner. The profile is a
 // fixed copy of the H100's of 2026-11-23, so that recalibrating the shipped
 // one does not move the budget this premise rests on.
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false budget=0.8 min-bytes=1048576 release=at-wait fuse-memory-bound=true device-profile=%S/Inputs/h100-sxm-2026-11-23.json report=text" -o %t.mlir 2>&1 | FileCheck %s
+// RUN: offload-opt %S/../Examples/llama_block.mlir \
+// RUN:   --offload-activations="recompute=false budget=0.8 min-bytes=1048576 release=at-wait fuse-memory-bound=true device-profile=%S/Inputs/h100-sxm-2026-11-23.json report=text" \
+// RUN:   -o %t.mlir 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="recompute=false budget=0.8 schedule=false min-bytes=1048576 release=at-wait fuse-memory-bound=true device-profile=%S/Inputs/h100-sxm-2026-11-23.json report=text" -o /dev/null 2>&1 | FileCheck %s
+// RUN: offload-opt %S/../Examples/llama_block.mlir \
+// RUN:   --offload-activations="recompute=false budget=0.8 schedule=false min-bytes=1048576 release=at-wait fuse-memory-bound=true device-profile=%S/Inputs/h100-sxm-2026-11-23.json report=text" \
+// RUN:   -o /dev/null 2>&1 | FileCheck %s
 
 // CHECK: total: offloaded 4 values, 544.0 MiB
 // CHECK: peak device memory 2.5 GiB -> 2.0 GiB; step 17.271 ms -> 38.589 ms

@@ -11,13 +11,13 @@
 
 module {
   // expected-error @below {{no plan fits the budget of 100 B (100 bytes): the smallest predicted peak is 15.62 KiB (16000 bytes); without offload it is 15.62 KiB (16000 bytes)}}
-  func.func @forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
-      attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+  func.func @no_plan_fits_budget_forward(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<1000xf32>)
+      attributes {offload.backward = @no_plan_fits_budget_backward, offload.num_outputs = 1 : i64} {
     %e = math.exp %x : tensor<1000xf32>
     %y = math.sin %e : tensor<1000xf32>
     return %y, %e : tensor<1000xf32>, tensor<1000xf32>
   }
-  func.func @backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
+  func.func @no_plan_fits_budget_backward(%s: tensor<1000xf32>, %g: tensor<1000xf32>) -> tensor<1000xf32> {
     %o = arith.mulf %g, %s : tensor<1000xf32>
     return %o : tensor<1000xf32>
   }

@@ -5,10 +5,11 @@
 // test/Transforms/property/random-steps.mlir.
 // RUN: offload-opt %s -offload-activations="min-bytes=1024 plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s
 
+// CHECK-LABEL: offload report: @plan_hidden_return_load_forward -> @plan_hidden_return_load_backward
 // CHECK: 1  aten.exp.default "a" {{.*}} kept: plan: its copy cannot be hidden under compute
 // CHECK: step 18.0 us -> 18.0 us (exposed copies 0.0 us)
-func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @plan_hidden_return_load_forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>)
+    attributes {offload.backward = @plan_hidden_return_load_backward, offload.num_outputs = 1 : i64} {
   %a = trace.op "aten.exp.default"(%x) {node = "a"} : (tensor<1024xf32>) -> tensor<1024xf32>
   %b = trace.op "aten.exp.default"(%a) : (tensor<1024xf32>) -> tensor<1024xf32>
   %c = trace.op "aten.exp.default"(%b) : (tensor<1024xf32>) -> tensor<1024xf32>
@@ -18,7 +19,7 @@ func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>)
   %g = trace.op "aten.exp.default"(%f) : (tensor<1024xf32>) -> tensor<1024xf32>
   return %g, %a : tensor<1024xf32>, tensor<1024xf32>
 }
-func.func @backward(%s: tensor<1024xf32>, %t: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>) {
+func.func @plan_hidden_return_load_backward(%s: tensor<1024xf32>, %t: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>) {
   %0 = trace.op "aten.exp.default"(%t) : (tensor<1024xf32>) -> tensor<1024xf32>
   %1 = trace.op "aten.exp.default"(%0) : (tensor<1024xf32>) -> tensor<1024xf32>
   return %1, %s : tensor<1024xf32>, tensor<1024xf32>

@@ -6,13 +6,18 @@
 // or scheduled; plan=hidden keeps what the link hides; a budget below the
 // reachable peak is diagnosed.
 // RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-SCHED
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=json" -o \
+// RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=text" -o \
+// RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-SCHED
 // RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-PEAK
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=0.95 report=text" -o %t.block.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK-BUDGET
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o \
+// RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=0.95 report=text" -o \
+// RUN:   %t.block.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK-BUDGET
 // RUN: offload-opt %t.block.mlir -o /dev/null
-// RUN: not offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=2GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-NOFIT
+// RUN: not offload-opt %S/../Examples/llama_block.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=2GiB" \
+// RUN:   -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=BLOCK-NOFIT
 
 // Saved views of one storage move as one copy (q, k and v's input is one
 // 64 MiB copy, not three): 17 copies each way, where one per saved value
@@ -41,11 +46,18 @@
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=false report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-SCHED
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="plan=all min-bytes=1024 recompute=false schedule=true report=json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-PEAK
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN-NOMARGIN
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden max-slowdown=0.01 copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN1
-// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=15GiB report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-BUDGET
-// RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=13GiB" -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o \
+// RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir \
+// RUN:   --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s \
+// RUN:   --check-prefix=L8-HIDDEN-NOMARGIN
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir \
+// RUN:   --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden max-slowdown=0.01 copy-margin=0 report=text" -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=L8-HIDDEN1
+// RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=15GiB report=text" -o \
+// RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=L8-BUDGET
+// RUN: not offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true budget=13GiB" \
+// RUN:   -mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=L8-NOFIT
 
 // L8: total: offloaded 136 values, 13.0 GiB; kept 90 values, 3.3 GiB
 // L8-NEXT: peak device memory 16.7 GiB -> 14.0 GiB; step 160.024 ms -> 618.694 ms (exposed copies 458.670 ms)
