@@ -5,12 +5,19 @@
 // outputs (view, view_8, from the layer input, the saved attention output
 // and the saved inverse norms). With budget=0.8 the joint plan recomputes
 // them and offloads less than the offload-only plan, for a shorter step.
-// RUN: offload-opt %S/../Examples/llama_block_mincut.mlir --offload-activations="budget=0.8 min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o %t.mlir 2>&1 | FileCheck %s --check-prefix=JOINT
+// RUN: offload-opt %S/../Examples/llama_block_mincut.mlir \
+// RUN:   --offload-activations="budget=0.8 min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o %t.mlir 2>&1 | FileCheck %s \
+// RUN:   --check-prefix=JOINT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
-// RUN: offload-opt %S/../Examples/llama_block_mincut.mlir --offload-activations="budget=0.8 recompute=false min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COPIES
+// RUN: offload-opt %S/../Examples/llama_block_mincut.mlir \
+// RUN:   --offload-activations="budget=0.8 recompute=false min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=COPIES
 // The joint plan lowers to LLVM dialect: the recomputations are inlined
 // after scheduling and bufferize with the rest.
-// RUN: offload-opt %t.mlir --offload-inline-recomputes --convert-trace-to-calls --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" --convert-offload-to-llvm --finalize-memref-to-llvm=use-generic-functions --convert-func-to-llvm --convert-arith-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
+// RUN: offload-opt %t.mlir --offload-inline-recomputes --convert-trace-to-calls \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --convert-offload-to-llvm --finalize-memref-to-llvm=use-generic-functions --convert-func-to-llvm --convert-arith-to-llvm \
+// RUN:   --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 
 // JOINT: recomputed by the plan: "view_10" (224.0 MiB, 5 forward ops) before backward #{{[0-9]+}}, predicted {{[0-9.]+}} us
 // JOINT: recomputed by the plan: "view_8" (64.0 MiB, 7 forward ops)

@@ -6,20 +6,25 @@
 // end of forward). offload-insert-offloads renumbers them when the shared
 // copy's second slot leaves the interface; offload-schedule-copies places the
 // loads there and removes the stamps. schedule=false records nothing.
-// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLAN
-// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" -offload-insert-offloads | FileCheck %s --check-prefix=RENUMBERED
+// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
+// RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLAN
+// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
+// RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" -offload-insert-offloads | \
+// RUN:   FileCheck %s --check-prefix=RENUMBERED
 // RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLACED
-// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | FileCheck %s --check-prefix=SYNC
+// RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
+// RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | FileCheck %s \
+// RUN:   --check-prefix=SYNC
 
-// PLAN-LABEL: func.func @backward
+// PLAN-LABEL: func.func @plan_records_placements_backward
 // PLAN: trace.op "aten.mm.default"(%arg3, %arg3) {node = "mm_2", offload.load_starts = array<i64: 0, 2>}
 // PLAN: trace.op "aten.mm.default"(%{{.*}}, %arg3) {node = "mm_6", offload.load_starts = array<i64: 1>}
 
-// RENUMBERED-LABEL: func.func @backward
+// RENUMBERED-LABEL: func.func @plan_records_placements_backward
 // RENUMBERED: {node = "mm_2", offload.load_starts = array<i64: 0>}
 // RENUMBERED: {node = "mm_6", offload.load_starts = array<i64: 1>}
 
-// PLACED-LABEL: func.func @backward
+// PLACED-LABEL: func.func @plan_records_placements_backward
 // PLACED-NOT: offload.load_starts
 // PLACED: %[[H:.*]] = offload.load_start %arg0
 // PLACED-NEXT: trace.op "aten.mm.default"(%arg2, %arg2) {node = "mm_2"}
@@ -28,19 +33,21 @@
 // PLACED-NEXT: trace.op "aten.mm.default"(%{{.*}}, %arg2) {node = "mm_6"}
 // PLACED-NOT: offload.load_starts
 
+// SYNC-LABEL: func.func @plan_records_placements_forward
 // SYNC-NOT: offload.load_starts
 // SYNC-NOT: offload.offload_waits
 
-func.func @forward(%x: tensor<1024x1024xf32>, %w: tensor<1024x1024xf32>)
+func.func @plan_records_placements_forward(%x: tensor<1024x1024xf32>, %w: tensor<1024x1024xf32>)
     -> (tensor<1024x1024xf32>, tensor<1024x1024xf32>, tensor<2048x512xf32>, tensor<1024x1024xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+    attributes {offload.backward = @plan_records_placements_backward, offload.num_outputs = 1 : i64} {
   %h = trace.op "aten.mm.default"(%x, %w) {node = "mm"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   %v = trace.view "aten.view.default"(%h) {node = "view", args = [#trace.operand<0>, [2048, 512]]} : (tensor<1024x1024xf32>) -> tensor<2048x512xf32>
   %g = trace.op "aten.relu.default"(%v) {node = "relu"} : (tensor<2048x512xf32>) -> tensor<2048x512xf32>
   %c = trace.op "aten.mm.default"(%x, %w) {node = "mm_1"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %c, %h, %g, %h : tensor<1024x1024xf32>, tensor<1024x1024xf32>, tensor<2048x512xf32>, tensor<1024x1024xf32>
 }
-func.func @backward(%h: tensor<1024x1024xf32>, %g: tensor<2048x512xf32>, %h2: tensor<1024x1024xf32>, %d: tensor<1024x1024xf32>) -> (tensor<1024x1024xf32>, tensor<2048x512xf32>) {
+func.func @plan_records_placements_backward(%h: tensor<1024x1024xf32>, %g: tensor<2048x512xf32>, %h2: tensor<1024x1024xf32>, %d: tensor<1024x1024xf32>)
+    -> (tensor<1024x1024xf32>, tensor<2048x512xf32>) {
   %e = trace.op "aten.mm.default"(%d, %d) {node = "mm_2"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   %f = trace.op "aten.mm.default"(%e, %h) {node = "mm_3"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   %k = trace.op "aten.mm.default"(%f, %h2) {node = "mm_4"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>

@@ -3,7 +3,7 @@
 
 // Views of saved values (trace views and tensor reshapes) sink to just before
 // their first real consumer; every other op keeps its order.
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @views_sink_to_first_consumer_backward
 // CHECK-NEXT: %[[A:.*]] = trace.op "aten.mul.Tensor"(%arg2, %arg2)
 // CHECK-NEXT: %[[B:.*]] = trace.op "aten.neg.default"(%[[A]])
 // CHECK-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%arg0)
@@ -12,14 +12,14 @@
 // CHECK-NEXT: %[[E:.*]] = tensor.collapse_shape %arg1
 // CHECK-NEXT: trace.op "aten.add.Tensor"(%[[M]], %[[E]])
 // CHECK-NEXT: return
-func.func @forward(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<2x16xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @views_sink_to_first_consumer_forward(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<2x16xf32>)
+    attributes {offload.backward = @views_sink_to_first_consumer_backward, offload.num_outputs = 1 : i64} {
   %0 = tensor.expand_shape %x [[0], [1, 2]] output_shape [8, 2, 2] : tensor<8x4xf32> into tensor<8x2x2xf32>
   %1 = tensor.collapse_shape %0 [[0, 1], [2]] : tensor<8x2x2xf32> into tensor<16x2xf32>
   %2 = trace.view "aten.t.default"(%1) : (tensor<16x2xf32>) -> tensor<2x16xf32>
   return %x, %x, %2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<2x16xf32>
 }
-func.func @backward(%s0: tensor<8x4xf32>, %s1: tensor<2x16xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @views_sink_to_first_consumer_backward(%s0: tensor<8x4xf32>, %s1: tensor<2x16xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %t = trace.view "aten.t.default"(%s0) : (tensor<8x4xf32>) -> tensor<4x8xf32>
   %e = tensor.collapse_shape %s1 [[0, 1]] : tensor<2x16xf32> into tensor<32xf32>
   %v = trace.view "aten.view.default"(%t) : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -37,25 +37,25 @@ func.func @backward(%s0: tensor<8x4xf32>, %s1: tensor<2x16xf32>, %g: tensor<4x4x
 // aliases its source, so it reads what the source holds when it is read,
 // wherever it is taken. Views of values that are not saved stay where they
 // are unless all-views is set.
-// CHECK-LABEL: func @backward_barrier
+// CHECK-LABEL: func @view_sinks_past_write_backward
 // CHECK-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%arg1)
 // CHECK-NEXT: trace.op "aten.exp.default"
 // CHECK-NEXT: trace.op "aten.add_.Tensor"
 // CHECK-NEXT: trace.op "aten.exp.default"
 // CHECK-NEXT: %[[V:.*]] = trace.view "aten.t.default"(%arg0)
 // CHECK-NEXT: trace.op "aten.mm.default"(%[[V]], %[[T]])
-// ALL-LABEL: func @backward_barrier
+// ALL-LABEL: func @view_sinks_past_write_backward
 // ALL-NEXT: trace.op "aten.exp.default"
 // ALL-NEXT: trace.op "aten.add_.Tensor"
 // ALL-NEXT: trace.op "aten.exp.default"
 // ALL-NEXT: %[[V:.*]] = trace.view "aten.t.default"(%arg0)
 // ALL-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%arg1)
 // ALL-NEXT: trace.op "aten.mm.default"(%[[V]], %[[T]])
-func.func @forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-    attributes {offload.backward = @backward_barrier, offload.num_outputs = 1 : i64} {
+func.func @view_sinks_past_write_forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    attributes {offload.backward = @view_sinks_past_write_backward, offload.num_outputs = 1 : i64} {
   return %x, %x : tensor<4x4xf32>, tensor<4x4xf32>
 }
-func.func @backward_barrier(%s: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @view_sinks_past_write_backward(%s: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %t = trace.view "aten.t.default"(%g) : (tensor<4x4xf32>) -> tensor<4x4xf32>
   %v = trace.view "aten.t.default"(%s) : (tensor<4x4xf32>) -> tensor<4x4xf32>
   %0 = trace.op "aten.exp.default"(%g) : (tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -70,7 +70,7 @@ func.func @backward_barrier(%s: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<
 // A consumer inside a region pulls the view to just before its top-level
 // ancestor; a view of the loaded value moves, the load itself is left to
 // -offload-insert-loads.
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @consumer_in_region_backward
 // CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %arg0
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: arith.constant
@@ -78,12 +78,12 @@ func.func @backward_barrier(%s: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<
 // CHECK-NEXT: %[[V:.*]] = tensor.expand_shape %[[L]]
 // CHECK-NEXT: scf.for
 // CHECK: math.absf %[[V]]
-func.func @forward(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32, #offload.host>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @consumer_in_region_forward(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32, #offload.host>)
+    attributes {offload.backward = @consumer_in_region_backward, offload.num_outputs = 1 : i64} {
   %h = offload.offload_to_cpu %x : tensor<16xf32> -> tensor<16xf32, #offload.host>
   return %x, %h : tensor<16xf32>, tensor<16xf32, #offload.host>
 }
-func.func @backward(%s: tensor<16xf32, #offload.host>, %n: index, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @consumer_in_region_backward(%s: tensor<16xf32, #offload.host>, %n: index, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %l = offload.load_to_gpu %s : tensor<16xf32, #offload.host> -> tensor<16xf32>
   %v = tensor.expand_shape %l [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
   %c0 = arith.constant 0 : index
@@ -100,15 +100,15 @@ func.func @backward(%s: tensor<16xf32, #offload.host>, %n: index, %g: tensor<4x4
 // -----
 
 // A view only the terminator reads ends up right before it.
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @view_read_by_terminator_backward
 // CHECK-NEXT: math.exp
 // CHECK-NEXT: %[[V:.*]] = trace.view
 // CHECK-NEXT: return %{{.*}}, %[[V]]
-func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @view_read_by_terminator_forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    attributes {offload.backward = @view_read_by_terminator_backward, offload.num_outputs = 1 : i64} {
   return %x, %x : tensor<4xf32>, tensor<4xf32>
 }
-func.func @backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+func.func @view_read_by_terminator_backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %v = trace.view "aten.alias.default"(%s) : (tensor<4xf32>) -> tensor<4xf32>
   %e = math.exp %g : tensor<4xf32>
   return %e, %v : tensor<4xf32>, tensor<4xf32>
@@ -120,7 +120,7 @@ func.func @backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, ten
 // memref.store, nor by an op of unknown effects: it has no effects, so it
 // commutes with both and sinks to its consumer, and offload-insert-loads
 // then loads the value right there, not three ops above it.
-// CHECK-LABEL: func @backward_store
+// CHECK-LABEL: func @view_not_held_by_store_backward
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: memref.alloc
@@ -129,11 +129,11 @@ func.func @backward(%s: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, ten
 // CHECK-NEXT: %[[E:.*]] = math.exp
 // CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %arg0
 // CHECK-NEXT: arith.addf %[[E]], %[[V]]
-func.func @forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-    attributes {offload.backward = @backward_store, offload.num_outputs = 1 : i64} {
+func.func @view_not_held_by_store_forward(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    attributes {offload.backward = @view_not_held_by_store_backward, offload.num_outputs = 1 : i64} {
   return %x, %x : tensor<4x4xf32>, tensor<4x4xf32>
 }
-func.func @backward_store(%s: tensor<4x4xf32>, %g: tensor<16xf32>) -> tensor<16xf32> {
+func.func @view_not_held_by_store_backward(%s: tensor<4x4xf32>, %g: tensor<16xf32>) -> tensor<16xf32> {
   %v = tensor.collapse_shape %s [[0, 1]] : tensor<4x4xf32> into tensor<16xf32>
   %c0 = arith.constant 0 : index
   %one = arith.constant 1.0 : f32
