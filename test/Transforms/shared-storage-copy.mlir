@@ -12,14 +12,14 @@
 // the compute; the one copy can, so plan=hidden offloads it.
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 schedule=true plan=hidden report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HIDDEN
 
-// SYNC-LABEL: func.func @forward
+// SYNC-LABEL: func.func @views_share_one_copy_forward
 // SYNC-SAME: -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x768xf32, #offload.host>)
 // SYNC: %[[QKV:.*]] = trace.op "aten.mm.default"{{.*}}node = "mm"
 // SYNC: trace.op "aten.mul.Tensor"{{.*}}node = "o"
 // SYNC-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[QKV]] : tensor<256x768xf32>
 // SYNC-NOT: offload.offload_to_cpu
 // SYNC: return %{{.*}}, %{{.*}}, %[[H]] :
-// SYNC-LABEL: func.func @backward
+// SYNC-LABEL: func.func @views_share_one_copy_backward
 // SYNC-SAME: (%[[S:.*]]: tensor<256x768xf32, #offload.host>, %[[G:.*]]: tensor<256x256xf32>, %[[GB:.*]]: tensor<1024x1024xf32>)
 // SYNC-NEXT: %[[D:.*]] = trace.op "aten.mm.default"(%[[GB]], %[[GB]])
 // SYNC-NEXT: %[[L:.*]] = offload.load_to_gpu %[[S]]
@@ -32,7 +32,7 @@
 // SYNC-NOT: offload.load_to_gpu
 
 // The load starts above the long matmul, its wait stays before the first view.
-// SCHED-LABEL: func.func @backward
+// SCHED-LABEL: func.func @views_share_one_copy_backward
 // SCHED-NEXT: %[[F:.*]] = offload.load_start
 // SCHED-NEXT: trace.op "aten.mm.default"
 // SCHED-NEXT: %[[L:.*]] = offload.wait %[[F]]
@@ -40,12 +40,13 @@
 // SCHED-NOT: offload.load_start
 // SCHED: // -----
 
-// REPORT: offload report: @forward -> @backward: 1 of 1 saved results offloaded
+// REPORT-LABEL: offload report: @views_share_one_copy_forward -> @views_share_one_copy_backward: 1 of 1 saved results offloaded
 // REPORT: 2  aten.mm.default "mm" {{ *}}tensor<256x768xf32> {{ *}}768.0 KiB  #{{[0-9]+}} aten.mul.Tensor "o"  {{ *}}#[[V:[0-9]+]] aten.slice.Tensor "v"  {{ *}}#1 aten.mm.default "d"
 // REPORT-NEXT: one copy for saved views rebuilt in backward: #[[V]] aten.slice.Tensor "v" #{{[0-9]+}} aten.slice.Tensor "q" #{{[0-9]+}} aten.slice.Tensor "k"
 // REPORT: total: offloaded 1 values, 768.0 KiB; kept 0 values, 0 B
 // REPORT-NEXT: moved 768.0 KiB to host and 768.0 KiB back
 
+// JSON-LABEL: "backward": "views_share_one_copy_backward",
 // JSON: "d2h_bytes": 786432,
 // JSON: "h2d_bytes": 786432,
 // JSON: "rebuilt_views": [
@@ -53,14 +54,13 @@
 // JSON-NEXT: "index": [[V:[0-9]+]],
 // JSON-NEXT: "op": "aten.slice.Tensor \"v\""
 
+// HIDDEN-LABEL: offload report: @views_share_one_copy_forward -> @views_share_one_copy_backward
 // HIDDEN: total: offloaded 1 values, 768.0 KiB; kept 0 values, 0 B
 // HIDDEN-NEXT: step 143.1 us -> 143.1 us (exposed copies 0.0 us)
-// HIDDEN: 2  aten.slice.Tensor "q" {{.*}} kept: plan: its copy cannot be hidden under compute
-// HIDDEN: total: offloaded 0 values, 0 B; kept 3 values, 768.0 KiB
 
-func.func @forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>)
+func.func @views_share_one_copy_forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>)
     -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 2 : i64} {
+    attributes {offload.backward = @views_share_one_copy_backward, offload.num_outputs = 2 : i64} {
   // A large temporary early in forward sets the step's peak, so the load may
   // start early in backward.
   %huge = trace.op "aten.repeat.default"(%a) {node = "huge"} : (tensor<1024x1024xf32>) -> tensor<4096x4096xf32>
@@ -75,7 +75,7 @@ func.func @forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<
   %big = trace.op "aten.mm.default"(%a, %a) {node = "big"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %o, %big, %q, %k, %v : tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>
 }
-func.func @backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor<256x256xf32>,
+func.func @views_share_one_copy_backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor<256x256xf32>,
                     %g: tensor<256x256xf32>, %gb: tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>) {
   %d = trace.op "aten.mm.default"(%gb, %gb) {node = "d"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   %a = trace.op "aten.mul.Tensor"(%g, %v) {node = "a"} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
@@ -90,15 +90,18 @@ func.func @backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor
 // another order: the step's interface cannot shrink (the driver would see
 // it), so each view keeps its own copy, and plan=hidden finds none of the
 // three copies hidden.
-// SYNC-LABEL: func.func @forward
+// HIDDEN-LABEL: offload report: @driver_reorders_views_forward -> @driver_reorders_views_backward
+// HIDDEN: 2  aten.slice.Tensor "q" {{.*}} kept: plan: its copy cannot be hidden under compute
+// HIDDEN: total: offloaded 0 values, 0 B; kept 3 values, 768.0 KiB
+// SYNC-LABEL: func.func @driver_reorders_views_forward
 // SYNC-SAME: -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32, #offload.host>, tensor<256x256xf32, #offload.host>, tensor<256x256xf32, #offload.host>)
 // SYNC-COUNT-3: offload.offload_to_cpu
-// SYNC-LABEL: func.func @backward
+// SYNC-LABEL: func.func @driver_reorders_views_backward
 // SYNC-COUNT-3: offload.load_to_gpu
 // SYNC-NOT: offload.rebuilt_view
-func.func @forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>)
+func.func @driver_reorders_views_forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>)
     -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 2 : i64} {
+    attributes {offload.backward = @driver_reorders_views_backward, offload.num_outputs = 2 : i64} {
   %huge = trace.op "aten.repeat.default"(%a) {node = "huge"} : (tensor<1024x1024xf32>) -> tensor<4096x4096xf32>
   %r = trace.op "aten.sum.dim_IntList"(%huge) {node = "r"} : (tensor<4096x4096xf32>) -> tensor<256x256xf32>
   %x2 = trace.op "aten.add.Tensor"(%x, %r) {node = "x2"} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
@@ -111,7 +114,7 @@ func.func @forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<
   %big = trace.op "aten.mm.default"(%a, %a) {node = "big"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %o, %big, %q, %k, %v : tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>
 }
-func.func @backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor<256x256xf32>,
+func.func @driver_reorders_views_backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor<256x256xf32>,
                     %g: tensor<256x256xf32>, %gb: tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>) {
   %d = trace.op "aten.mm.default"(%gb, %gb) {node = "d"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   %a = trace.op "aten.mul.Tensor"(%g, %v) {node = "a"} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
@@ -121,7 +124,9 @@ func.func @backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor
 }
 func.func @driver(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>,
                   %g: tensor<256x256xf32>) -> tensor<256x256xf32> {
-  %o, %big, %q, %k, %v = call @forward(%x, %w, %a) : (tensor<256x256xf32>, tensor<256x768xf32>, tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
-  %c, %d = call @backward(%k, %q, %v, %g, %big) : (tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>)
+  %o, %big, %q, %k, %v = call @driver_reorders_views_forward(%x, %w, %a) : (tensor<256x256xf32>, tensor<256x768xf32>, tensor<1024x1024xf32>)
+      -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
+  %c, %d = call @driver_reorders_views_backward(%k, %q, %v, %g, %big) : (tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>,
+      tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>)
   return %c : tensor<256x256xf32>
 }

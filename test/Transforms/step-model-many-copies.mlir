@@ -8,19 +8,22 @@
 // RUN: env GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 offload-opt %s -offload-activations="plan=all min-bytes=1024 schedule=true" | FileCheck %s --check-prefix=WAITS
 
 // The last saved value is also the forward output, so it stays.
-// CHECK: offload report: @forward -> @backward: 23 of 24 saved results offloaded
+// CHECK-LABEL: offload report: @step_model_many_copies_forward -> @step_model_many_copies_backward: 23 of 24 saved results offloaded
 // CHECK: predicted (h100-pcie5): moved 92.0 KiB to host and 92.0 KiB back
-// IR-LABEL: func @forward
+// IR-LABEL: func @step_model_many_copies_forward
 // IR-COUNT-23: offload.offload_start
 // Each offload's wait sits at its release point, among the starts.
-// WAITS-LABEL: func @forward
+// WAITS-LABEL: func @step_model_many_copies_forward
 // WAITS-COUNT-23: offload.wait
 // WAITS: return
-// IR-LABEL: func @backward
+// IR-LABEL: func @step_model_many_copies_backward
 // IR-COUNT-23: offload.load_start
 
-func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @step_model_many_copies_forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>,
+    tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>,
+        tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>,
+            tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>)
+    attributes {offload.backward = @step_model_many_copies_backward, offload.num_outputs = 1 : i64} {
   %a0 = math.exp %x : tensor<1024xf32>
   %a1 = math.exp %a0 : tensor<1024xf32>
   %a2 = math.exp %a1 : tensor<1024xf32>
@@ -45,9 +48,16 @@ func.func @forward(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>,
   %a21 = math.exp %a20 : tensor<1024xf32>
   %a22 = math.exp %a21 : tensor<1024xf32>
   %a23 = math.exp %a22 : tensor<1024xf32>
-  return %a23, %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7, %a8, %a9, %a10, %a11, %a12, %a13, %a14, %a15, %a16, %a17, %a18, %a19, %a20, %a21, %a22, %a23 : tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>
+  return %a23, %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7, %a8, %a9, %a10, %a11, %a12, %a13, %a14, %a15, %a16, %a17, %a18, %a19, %a20, %a21, %a22,
+      %a23 : tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>,
+          tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>,
+              tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>
 }
-func.func @backward(%s0: tensor<1024xf32>, %s1: tensor<1024xf32>, %s2: tensor<1024xf32>, %s3: tensor<1024xf32>, %s4: tensor<1024xf32>, %s5: tensor<1024xf32>, %s6: tensor<1024xf32>, %s7: tensor<1024xf32>, %s8: tensor<1024xf32>, %s9: tensor<1024xf32>, %s10: tensor<1024xf32>, %s11: tensor<1024xf32>, %s12: tensor<1024xf32>, %s13: tensor<1024xf32>, %s14: tensor<1024xf32>, %s15: tensor<1024xf32>, %s16: tensor<1024xf32>, %s17: tensor<1024xf32>, %s18: tensor<1024xf32>, %s19: tensor<1024xf32>, %s20: tensor<1024xf32>, %s21: tensor<1024xf32>, %s22: tensor<1024xf32>, %s23: tensor<1024xf32>, %g: tensor<1024xf32>) -> tensor<1024xf32> {
+func.func @step_model_many_copies_backward(%s0: tensor<1024xf32>, %s1: tensor<1024xf32>, %s2: tensor<1024xf32>, %s3: tensor<1024xf32>, %s4: tensor<1024xf32>,
+    %s5: tensor<1024xf32>, %s6: tensor<1024xf32>, %s7: tensor<1024xf32>, %s8: tensor<1024xf32>, %s9: tensor<1024xf32>, %s10: tensor<1024xf32>,
+        %s11: tensor<1024xf32>, %s12: tensor<1024xf32>, %s13: tensor<1024xf32>, %s14: tensor<1024xf32>, %s15: tensor<1024xf32>, %s16: tensor<1024xf32>,
+            %s17: tensor<1024xf32>, %s18: tensor<1024xf32>, %s19: tensor<1024xf32>, %s20: tensor<1024xf32>, %s21: tensor<1024xf32>, %s22: tensor<1024xf32>,
+                %s23: tensor<1024xf32>, %g: tensor<1024xf32>) -> tensor<1024xf32> {
   %b23 = arith.mulf %g, %s23 : tensor<1024xf32>
   %b22 = arith.mulf %b23, %s22 : tensor<1024xf32>
   %b21 = arith.mulf %b22, %s21 : tensor<1024xf32>
