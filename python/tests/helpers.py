@@ -1,5 +1,5 @@
-"""What several test files need: the PyTorch copy ops or a skip, and a few
-compiled training steps."""
+"""What test files of both folders need: the PyTorch copy ops or a skip.
+(The bridge tests' models and training loop are in tests/bridge/helpers.py.)"""
 
 import os
 import types
@@ -18,28 +18,3 @@ def import_ops_or_skip() -> types.ModuleType:
         pytest.skip(f"liboffload_torch_ops.so not built: {e}", allow_module_level=True)
     return ops
 
-
-def train_adamw(make_model, data, backend, steps: int):
-    """Losses and gradients of `steps` AdamW steps of `make_model()` under
-    torch.compile with `backend`, `data(step)` giving each step's inputs,
-    from seed 0. Inductor's CPU scatter-add (the embedding's backward)
-    accumulates with atomics, whose order depends on thread timing;
-    deterministic mode makes it a fixed-order fallback, so "bit-identical"
-    is well defined."""
-    import torch
-
-    torch.use_deterministic_algorithms(True)
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = make_model()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    step_fn = torch.compile(model, backend=backend, dynamic=False)
-    losses, grads = [], []
-    for step in range(steps):
-        loss = step_fn(*data(step))
-        loss.backward()
-        losses.append(loss.detach().clone())
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return losses, grads

@@ -20,45 +20,21 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from offload_mlir import models  # noqa: E402
-from tests.helpers import train_adamw  # noqa: E402
+from tests.bridge.helpers import (  # noqa: E402
+    MLP,
+    ConvNet,
+    assert_bit_identical,
+    assert_copies_moved,
+    no_fallback,
+    tiny_lm,
+    token_batch,
+    train_adamw,
+)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYTHON_DIR = os.path.dirname(os.path.dirname(_HERE))
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(64, 256)
-        self.fc2 = nn.Linear(256, 256)
-        self.fc3 = nn.Linear(256, 10)
-
-    def forward(self, x, y):
-        h = F.gelu(self.fc1(x))
-        h = torch.tanh(self.fc2(h)) * h
-        return F.cross_entropy(self.fc3(h), y)
-
-
-class ConvNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
-        self.bn = nn.BatchNorm2d(16)
-        self.c2 = nn.Conv2d(16, 32, 3, padding=1)
-        self.fc = nn.Linear(32 * 4 * 4, 10)
-
-    def forward(self, x, y):
-        h = F.max_pool2d(F.relu(self.bn(self.c1(x))), 2)
-        h = F.max_pool2d(F.silu(self.c2(h)), 2)
-        return F.cross_entropy(self.fc(h.flatten(1)), y)
-
-
-def _tiny_lm():
-    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
-    return models.LlamaLM(cfg, n_layers=2, seq=16, vocab=96, tie_embeddings=True)
 
 
 def _data(kind: str, step: int):
@@ -67,40 +43,25 @@ def _data(kind: str, step: int):
         return torch.randn(32, 64, generator=g), torch.randint(0, 10, (32,), generator=g)
     if kind == "conv":
         return torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
-    tokens = torch.randint(0, 96, (2, 17), generator=g)
-    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    return token_batch(step)
 
 
-_MODELS = {"mlp": MLP, "conv": ConvNet, "lm": _tiny_lm}
+_MODELS = {"mlp": MLP, "conv": ConvNet, "lm": tiny_lm}
 
 
 def _train(kind: str, backend, steps: int = 3):
     return train_adamw(_MODELS[kind], lambda step: _data(kind, step), backend, steps)
 
 
-def _assert_bit_identical(a, b):
-    (la, ga), (lb, gb) = a, b
-    for step, (x, y) in enumerate(zip(la, lb)):
-        assert torch.equal(x, y), f"loss differs at step {step}: {x} vs {y}"
-    for step, (xs, ys) in enumerate(zip(ga, gb)):
-        assert len(xs) == len(ys)
-        for i, (x, y) in enumerate(zip(xs, ys)):
-            assert torch.equal(x, y), f"gradient {i} differs at step {step}"
-
-
 @pytest.mark.parametrize("kind", ["mlp", "lm", "conv"])
 def test_bit_identical_to_inductor_and_bytes_move(offload_mlir, kind):
     baseline = _train(kind, "inductor")
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = _train(kind, offload_mlir.backend(min_bytes=0, plan="all"))
-    _assert_bit_identical(baseline, result)
+    assert_bit_identical(baseline, result)
     report = offload_mlir.last_report()
     assert report["fallback"] is None and report["offloaded"], report
-    stats = offload_mlir.runtime_stats()
-    assert stats["d2h_bytes"] > 0 and stats["h2d_bytes"] > 0, stats
-    assert stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    stats = assert_copies_moved(offload_mlir)
     assert stats["pinned_peak_bytes"] > 0
     assert "exposed_wait_seconds" in stats
 
@@ -109,7 +70,7 @@ def test_aot_eager_bit_identical_to_plain_aot_eager(offload_mlir):
     baseline = _train("lm", "aot_eager")
     offload_mlir.reset_runtime_stats()
     result = _train("lm", offload_mlir.backend(min_bytes=0, plan="all", compiler="aot_eager"))
-    _assert_bit_identical(baseline, result)
+    assert_bit_identical(baseline, result)
     assert offload_mlir.runtime_stats()["h2d_bytes"] > 0
     # This partition saves the attention output and views of it: they move
     # as one copy, and the rebuilt backward re-applies the views to its load
@@ -124,7 +85,7 @@ def test_aot_eager_bit_identical_to_plain_aot_eager(offload_mlir):
 def test_unscheduled_copies_bit_identical(offload_mlir):
     baseline = _train("mlp", "inductor")
     result = _train("mlp", offload_mlir.backend(min_bytes=0, plan="all", schedule=False))
-    _assert_bit_identical(baseline, result)
+    assert_bit_identical(baseline, result)
 
 
 def test_report_text_and_last_report(offload_mlir, capfd):
@@ -277,9 +238,10 @@ sys.path.insert(0, {pydir!r})
 sys.path.insert(0, {testdir!r})
 import torch, offload_mlir
 import test_backend as t
+from tests.bridge.helpers import assert_bit_identical
 base = t._train("lm", "inductor", steps=2)
 res = t._train("lm", offload_mlir.backend(min_bytes=0, plan="all"), steps=2)
-t._assert_bit_identical(base, res)
+assert_bit_identical(base, res)
 s = offload_mlir.runtime_stats()
 assert s["h2d_bytes"] > 0 and s["exposed_wait_seconds"] > 0, s
 print("stress ok", s["exposed_wait_seconds"])
@@ -304,10 +266,11 @@ sys.path.insert(0, {pydir!r})
 sys.path.insert(0, {testdir!r})
 import torch, offload_mlir
 import test_backend as t
+from tests.bridge.helpers import assert_bit_identical
 base = t._train("mlp", "inductor", steps=1)
 res = t._train("mlp", offload_mlir.backend(min_bytes=0, plan="all"), steps=1)
 try:
-    t._assert_bit_identical(base, res)
+    assert_bit_identical(base, res)
     print("identical")
 except AssertionError as e:
     print("differs:", e)
@@ -354,7 +317,7 @@ def _one_step_code(backend):
 
     torch._dynamo.reset()
     torch.manual_seed(0)
-    model = _tiny_lm()
+    model = tiny_lm()
     step = torch.compile(model, backend=backend, dynamic=False)
 
     def one_step():

@@ -36,15 +36,17 @@ import torch._functorch.config  # noqa: E402,F401  (its own module: torch does n
 import torch.fx as fx  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch.utils.checkpoint import (  # noqa: E402
-    CheckpointPolicy,
-    checkpoint,
-    create_selective_checkpoint_contexts,
-)
+from torch.utils.checkpoint import checkpoint  # noqa: E402
 
-from offload_mlir import models  # noqa: E402
-from tests.helpers import train_adamw  # noqa: E402
-from tests.bridge.test_backend import _assert_bit_identical  # noqa: E402
+from tests.bridge.helpers import (  # noqa: E402
+    assert_bit_identical,
+    assert_copies_moved,
+    checkpointed_lm,
+    no_fallback,
+    tiny_lm,
+    token_batch,
+    train_adamw,
+)
 
 aten = torch.ops.aten
 
@@ -88,37 +90,6 @@ class DropoutBlocks(nn.Module):
         return F.cross_entropy(self.head(h).flatten(0, 1), y.flatten())
 
 
-def _save_matmuls(ctx, op, *args, **kwargs):
-    """Selective checkpointing policy: keep matrix products, recompute the
-    rest."""
-    if op in (aten.mm.default, aten.addmm.default, aten.bmm.default):
-        return CheckpointPolicy.MUST_SAVE
-    return CheckpointPolicy.PREFER_RECOMPUTE
-
-
-def _checkpointed_lm(selective: bool = False, seq: int = 16, layers: int = 2) -> nn.Module:
-    """The small Llama-style LM of test_backend.py (`layers` layers over `seq`
-    tokens) with each layer of its stack checkpointed (non-reentrant), or,
-    with `selective`, checkpointed with a policy that saves the matrix
-    products."""
-    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
-    lm = models.LlamaLM(cfg, n_layers=layers, seq=seq, vocab=96, tie_embeddings=True)
-    stack = lm.stack
-    extra = {}
-    if selective:
-        extra["context_fn"] = functools.partial(create_selective_checkpoint_contexts,
-                                                _save_matmuls)
-
-    def forward(x):
-        for layer in stack.layers:
-            x = checkpoint(layer, x, stack.rope_cos, stack.rope_sin,
-                           use_reentrant=False, **extra)
-        return x
-
-    stack.forward = forward
-    return lm
-
-
 class _HFLoss(nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -149,8 +120,8 @@ def _hf_llama() -> nn.Module:
 _MODELS = {
     "checkpoint-preserve-rng": lambda: DropoutBlocks(preserve_rng_state=True),
     "checkpoint-no-preserve-rng": lambda: DropoutBlocks(preserve_rng_state=False),
-    "per-layer-lm": _checkpointed_lm,
-    "selective-lm": lambda: _checkpointed_lm(selective=True),
+    "per-layer-lm": checkpointed_lm,
+    "selective-lm": lambda: checkpointed_lm(selective=True),
     "hf-llama": _hf_llama,
 }
 
@@ -159,10 +130,10 @@ def _data(kind: str, step: int):
     g = torch.Generator().manual_seed(1000 + step)
     if kind.startswith("checkpoint-"):
         return torch.randn(2, 16, 32, generator=g), torch.randint(0, 10, (2, 16), generator=g)
-    tokens = torch.randint(0, 96, (2, 17), generator=g)
+    x, y = token_batch(step)
     if kind == "hf-llama":  # HF shifts the labels itself
-        return tokens[:, :-1].contiguous(), tokens[:, :-1].contiguous()
-    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        return x, x.clone()
+    return x, y
 
 
 def _train(kind: str, backend, steps: int = 2):
@@ -198,7 +169,7 @@ def test_plain_inductor_reproduces_itself(kind):
     """The control: plain torch.compile gives the same bits twice on each
     checkpointed model (dropout masks included), so the comparison below is
     well defined."""
-    _assert_bit_identical(_train(kind, "inductor"), _train(kind, "inductor"))
+    assert_bit_identical(_train(kind, "inductor"), _train(kind, "inductor"))
 
 
 def _saved(report):
@@ -213,11 +184,9 @@ def _recomputed_ops(report):
 @pytest.mark.parametrize("kind", KINDS)
 def test_checkpointed_model_trains_through_the_backend(offload_mlir, reports, kind):
     baseline = _train(kind, "inductor")
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = _train(kind, offload_mlir.backend(min_bytes=0, plan="all"))
-    _assert_bit_identical(baseline, result)
+    assert_bit_identical(baseline, result)
 
     # No graph fell back (BridgeWarning is an error above, and every report says so).
     assert reports, "the bridge planned no graph"
@@ -236,8 +205,7 @@ def test_checkpointed_model_trains_through_the_backend(offload_mlir, reports, ki
     # What the checkpoints save is offloaded, and the copies really ran.
     offloaded = [name for r in reports for name in r["offloaded"]]
     assert offloaded
-    stats = offload_mlir.runtime_stats()
-    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    assert_copies_moved(offload_mlir)
     # The generator states forward saves for the random ops stay where they
     # are (host data of the generator): the exporter marks their producer.
     states = [e for r in reports for e in _saved(r) if e["producer"].startswith(
@@ -255,14 +223,12 @@ def test_dropout_drawn_again_in_backward_under_aot_eager(offload_mlir, reports, 
     mask, backward draws the mask again from it. Plain aot_eager
     reproduces itself, and the bridge under aot_eager gives its bits."""
     baseline = _train(kind, "aot_eager")
-    _assert_bit_identical(baseline, _train(kind, "aot_eager"))
-    offload_mlir.reset_runtime_stats()
+    assert_bit_identical(baseline, _train(kind, "aot_eager"))
     monkeypatch.setenv("OFFLOAD_MLIR_DUMP_DIR", str(tmp_path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = _train(kind, offload_mlir.backend(min_bytes=0, plan="all",
                                                    compiler="aot_eager"))
-    _assert_bit_identical(baseline, result)
+    assert_bit_identical(baseline, result)
     assert reports and all(r["fallback"] is None for r in reports)
     assert offload_mlir.runtime_stats()["h2d_bytes"] > 0
     # Each block's dropout and attention, wrapped in both graphs.
@@ -290,9 +256,7 @@ def test_checkpoint_inputs_are_what_is_offloaded(offload_mlir, reports, monkeypa
     embedding's output (layer 0's input) is offloaded, and the layers'
     inner activations, which the same model without checkpointing saves
     (and offloads), are not saved at all."""
-    from tests.bridge.test_backend import _tiny_lm
-
-    monkeypatch.setitem(_MODELS, "plain-lm", _tiny_lm)
+    monkeypatch.setitem(_MODELS, "plain-lm", tiny_lm)
     offloaded = {}
     for kind in ("per-layer-lm", "plain-lm"):
         reports.clear()

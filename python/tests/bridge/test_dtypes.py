@@ -6,8 +6,6 @@ offload_rt's host simulation)."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,7 +15,14 @@ import torch.nn.functional as F  # noqa: E402
 
 from offload_mlir import models  # noqa: E402
 from offload_mlir.ir_plan import read_step, split_top_level  # noqa: E402
-from tests.helpers import train_adamw  # noqa: E402
+from tests.bridge.helpers import (  # noqa: E402
+    assert_bit_identical,
+    assert_copies_moved,
+    no_fallback,
+    tiny_llama_config,
+    token_batch,
+    train_adamw,
+)
 
 
 class SavesEveryDtype(nn.Module):
@@ -44,14 +49,7 @@ class SavesEveryDtype(nn.Module):
 
 
 def _titan_lm():
-    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
-    return models.TitanLM(cfg, n_layers=2, max_seq=32, vocab=96)
-
-
-def _tokens(step: int, seq: int = 16):
-    g = torch.Generator().manual_seed(1000 + step)
-    tokens = torch.randint(0, 96, (2, seq + 1), generator=g)
-    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    return models.TitanLM(tiny_llama_config(), n_layers=2, max_seq=32, vocab=96)
 
 
 def _mixed_data(step: int):
@@ -59,39 +57,27 @@ def _mixed_data(step: int):
     return torch.randn(16, 32, generator=g), torch.randint(0, 10, (16,), generator=g)
 
 
-def _assert_bit_identical(a, b):
-    (la, ga), (lb, gb) = a, b
-    for step, (x, y) in enumerate(zip(la, lb)):
-        assert torch.equal(x, y), f"loss differs at step {step}: {x} vs {y}"
-    for step, (xs, ys) in enumerate(zip(ga, gb)):
-        for i, (x, y) in enumerate(zip(xs, ys)):
-            assert torch.equal(x, y), f"gradient {i} differs at step {step}"
-
-
 def _train_offloaded(offload_mlir, make_model, data):
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = train_adamw(make_model, data, offload_mlir.backend(min_bytes=0, plan="all"), 3)
-    stats = offload_mlir.runtime_stats()
-    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    assert_copies_moved(offload_mlir)
     return result
 
 
 def test_complex_rope_trains_bit_identical_with_copies(offload_mlir):
-    baseline = train_adamw(_titan_lm, _tokens, "inductor", 3)
-    _assert_bit_identical(baseline, train_adamw(_titan_lm, _tokens, "inductor", 3))
-    result = _train_offloaded(offload_mlir, _titan_lm, _tokens)
-    _assert_bit_identical(baseline, result)
+    baseline = train_adamw(_titan_lm, token_batch, "inductor", 3)
+    assert_bit_identical(baseline, train_adamw(_titan_lm, token_batch, "inductor", 3))
+    result = _train_offloaded(offload_mlir, _titan_lm, token_batch)
+    assert_bit_identical(baseline, result)
     report = offload_mlir.last_report()
     assert report["fallback"] is None and report["offloaded"], report
 
 
 def test_complex_float8_int_and_bool_saved_values_are_offloaded(offload_mlir):
     baseline = train_adamw(SavesEveryDtype, _mixed_data, "inductor", 3)
-    _assert_bit_identical(baseline, train_adamw(SavesEveryDtype, _mixed_data, "inductor", 3))
+    assert_bit_identical(baseline, train_adamw(SavesEveryDtype, _mixed_data, "inductor", 3))
     result = _train_offloaded(offload_mlir, SavesEveryDtype, _mixed_data)
-    _assert_bit_identical(baseline, result)
+    assert_bit_identical(baseline, result)
     saved = offload_mlir.last_report()["pipeline"]["steps"][0]["saved"]
     offloaded = [e["type"] for e in saved if e.get("offloaded")]
     for element in ("xcomplex<f32>>", "xf8E4M3FN>", "xi1>", "xi64>"):

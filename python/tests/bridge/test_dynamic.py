@@ -8,20 +8,23 @@ Inductor against itself)."""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from offload_mlir import models  # noqa: E402
+from tests.bridge.helpers import (  # noqa: E402
+    assert_bit_identical,
+    no_fallback,
+    tiny_llama_config,
+    train_adamw,
+)
 
 LENGTHS = (16, 24, 40, 12, 33)
 
 
 def _model():
-    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
-    return models.TitanLM(cfg, n_layers=1, max_seq=64, vocab=96)
+    return models.TitanLM(tiny_llama_config(), n_layers=1, max_seq=64, vocab=96)
 
 
 def _batch(length: int, mark: bool):
@@ -35,34 +38,16 @@ def _batch(length: int, mark: bool):
 
 
 def _train(backend, mode, on_step=None):
-    """Losses and gradients of one AdamW step per length of LENGTHS."""
-    torch.use_deterministic_algorithms(True)
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    model = _model()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    step = torch.compile(model, backend=backend,
-                         dynamic={"none": None, "true": True, "mark_dynamic": False}[mode])
-    losses, grads = [], []
-    for length in LENGTHS:
-        loss = step(*_batch(length, mode == "mark_dynamic"))
-        loss.backward()
-        if on_step is not None:
-            on_step(length)
-        losses.append(loss.detach().clone())
-        grads.append([p.grad.detach().clone() for p in model.parameters()])
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return losses, grads
+    """Losses and gradients of one AdamW step per length of LENGTHS;
+    `on_step(length)` after each backward."""
+    return train_adamw(
+        _model, lambda i: _batch(LENGTHS[i], mode == "mark_dynamic"), backend, len(LENGTHS),
+        dynamic={"none": None, "true": True, "mark_dynamic": False}[mode],
+        on_step=None if on_step is None else (lambda i: on_step(LENGTHS[i])))
 
 
 def _assert_bit_identical(a, b):
-    (la, ga), (lb, gb) = a, b
-    for length, x, y in zip(LENGTHS, la, lb):
-        assert torch.equal(x, y), f"loss differs at length {length}: {x} vs {y}"
-    for length, xs, ys in zip(LENGTHS, ga, gb):
-        for i, (x, y) in enumerate(zip(xs, ys)):
-            assert torch.equal(x, y), f"gradient {i} differs at length {length}"
+    assert_bit_identical(a, b, steps=[f"length {n}" for n in LENGTHS])
 
 
 @pytest.mark.parametrize("mode", ["none", "true", "mark_dynamic"])
@@ -77,9 +62,7 @@ def test_variable_lengths_offload_at_every_length(offload_mlir, mode):
         hints.append(offload_mlir.last_report().get("size_hints"))
         offload_mlir.reset_runtime_stats()
 
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = _train(offload_mlir.backend(min_bytes=0, plan="all"), mode, record)
     _assert_bit_identical(baseline, result)
     for length, (d2h, h2d) in moved.items():

@@ -8,51 +8,44 @@ the same tags and no offloading (offload_mlir.recompute_reference_backend),
 in deterministic mode, after a control shows plain Inductor reproduces
 itself; where the plan recomputes nothing new, plain Inductor. The models:
 the small Llama-style LM, the MLP and the conv net of test_backend.py, and
-the per-layer checkpointed LM of test_checkpoint.py.
+the per-layer checkpointed LM of test_checkpoint.py (tests/bridge/helpers.py).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from offload_mlir import models  # noqa: E402
-from tests.bridge import test_backend, test_checkpoint  # noqa: E402
-from tests.helpers import train_adamw  # noqa: E402
+from tests.bridge.helpers import (  # noqa: E402
+    MLP,
+    ConvNet,
+    assert_bit_identical,
+    assert_copies_moved,
+    checkpointed_lm,
+    no_fallback,
+    tiny_lm,
+    token_batch,
+    train_adamw,
+)
 
 
 def _train_lm(backend):
     """One step of a 2-layer LlamaLM whose activations (8 x 128 tokens)
     outweigh its parameters, so that a budget needs them moved."""
-    torch.use_deterministic_algorithms(True)
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    cfg = models.LlamaConfig(hidden=64, heads=4, kv_heads=2, ffn=128, rope_theta=10000.0)
-    model = models.LlamaLM(cfg, n_layers=2, seq=128, vocab=96, tie_embeddings=True)
-    tokens = torch.randint(0, 96, (8, 129), generator=torch.Generator().manual_seed(1))
-    step = torch.compile(model, backend=backend, dynamic=False)
     with torch._inductor.config.patch(fx_graph_cache=False):
-        loss = step(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
-        loss.backward()
-    return loss.detach(), [p.grad.clone() for p in model.parameters()]
-
-
-def _identical(a, b) -> bool:
-    return torch.equal(a[0], b[0]) and all(torch.equal(x, y) for x, y in zip(a[1], b[1]))
+        return train_adamw(functools.partial(tiny_lm, seq=128),
+                           lambda step: token_batch(0, batch=8, seq=128, seed=1), backend, 1)
 
 
 def test_plain_inductor_reproduces_itself():
-    assert _identical(_train_lm("inductor"), _train_lm("inductor"))
+    assert_bit_identical(_train_lm("inductor"), _train_lm("inductor"))
 
 
 def test_joint_plan_recomputes_offloads_and_matches_the_tagged_reference(offload_mlir):
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = _train_lm(offload_mlir.backend(min_bytes=0, budget=0.7))
     report = offload_mlir.last_report()
     assert report["fallback"] is None, report
@@ -64,13 +57,12 @@ def test_joint_plan_recomputes_offloads_and_matches_the_tagged_reference(offload
     # The copies were planned on the recomputed partition and really ran.
     assert report["offloaded"]
     assert not set(report["offloaded"]) & set(recomputed)
-    stats = offload_mlir.runtime_stats()
-    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    assert_copies_moved(offload_mlir)
     # The first plan predicted the joint step; it is kept beside the report.
     planned = report["joint_plan"]["steps"][0]["planned"]
     assert planned["unplanned_peak_bytes"] > planned["peak_bytes"]
     reference = _train_lm(offload_mlir.recompute_reference_backend(recomputed))
-    assert _identical(result, reference)
+    assert_bit_identical(result, reference)
 
 
 def test_recompute_off_plans_copies_only(offload_mlir):
@@ -97,12 +89,6 @@ def _conv_batch(step: int):
     return torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
 
 
-def _token_batch(step: int):
-    g = torch.Generator().manual_seed(1000 + step)
-    tokens = torch.randint(0, 96, (8, 129), generator=g)
-    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
-
-
 # Each model with the plan that moves or recomputes something on it: the
 # MLP's saved values are matrix products (Inductor's partition already
 # recomputes its pointwise ops), so its plan only copies; the conv net's
@@ -111,10 +97,10 @@ def _token_batch(step: int):
 # embedding and loss statistics outside them, and offloads the checkpoint
 # inputs.
 _JOINT_CASES = {
-    "mlp": (lambda: test_backend.MLP(), _mlp_batch, {"budget": 0.9}, False),
-    "conv": (lambda: test_backend.ConvNet(), _conv_batch, {"budget": 0.8}, True),
-    "checkpointed-lm": (functools.partial(test_checkpoint._checkpointed_lm, seq=128, layers=6),
-                        _token_batch, {}, True),
+    "mlp": (MLP, _mlp_batch, {"budget": 0.9}, False),
+    "conv": (ConvNet, _conv_batch, {"budget": 0.8}, True),
+    "checkpointed-lm": (functools.partial(checkpointed_lm, seq=128, layers=6),
+                        functools.partial(token_batch, batch=8, seq=128), {}, True),
 }
 
 
@@ -123,18 +109,15 @@ def test_joint_plans_train_bit_identical_to_inductor_with_the_same_recomputation
         offload_mlir, kind):
     make_model, batch, options, recomputes = _JOINT_CASES[kind]
     backend = offload_mlir.backend(min_bytes=0, **options)
-    offload_mlir.reset_runtime_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", offload_mlir.BridgeWarning)
+    with no_fallback(offload_mlir):
         result = train_adamw(make_model, batch, backend, steps=2)
     report = offload_mlir.last_report()
     assert report["fallback"] is None, report
     recomputed = report.get("recomputed", {})
     assert bool(recomputed) == recomputes, recomputed
-    stats = offload_mlir.runtime_stats()
-    assert stats["d2h_bytes"] > 0 and stats["d2h_bytes"] == stats["h2d_bytes"], stats
+    assert_copies_moved(offload_mlir)
     # With nothing recomputed the reference is plain Inductor itself.
     reference_backend = (offload_mlir.recompute_reference_backend(recomputed)
                          if recomputed else "inductor")
     reference = train_adamw(make_model, batch, reference_backend, steps=2)
-    test_backend._assert_bit_identical(reference, result)
+    assert_bit_identical(reference, result)

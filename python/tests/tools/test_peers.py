@@ -19,6 +19,26 @@ from benchmarks.peers import rows as peer_rows  # noqa: E402
 _PYTHON = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _run_peers(*args, timeout=300):
+    """`python -m benchmarks.peers` with the tiny configuration on the CPU,
+    in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu", *args],
+        cwd=_PYTHON, capture_output=True, text=True, timeout=timeout)
+
+
+def _peers_doc(out, *args, timeout=900, returncode=0):
+    """Runs `_run_peers(*args)` writing to `out`, checks its exit status, and
+    returns the JSON it wrote."""
+    proc = _run_peers(*args, "--out", str(out), timeout=timeout)
+    assert proc.returncode == returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(out.with_suffix(".json").read_text())
+
+
+def _by_row(doc):
+    return {r["row"]: r for r in doc["results"]}
+
+
 def test_parse_rows():
     row = peer_rows.parse_row("offload-mlir:budget=0.75:amb=0.5")
     assert (row.family, row.compiled, row.baseline) == ("offload-mlir", True, "compile")
@@ -116,13 +136,8 @@ def test_cpu_rows_train_and_compare(tmp_path):
     out = tmp_path / "tiny"
     rows = ("eager,checkpoint,layer-group:min_bytes=0,compile,"
             "offload-mlir:plan=all:min_bytes=0,torchtune")
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
-        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.with_suffix(".json").read_text())
-    rows = {r["row"]: r for r in doc["results"]}
+    doc = _peers_doc(out, "--rows", rows, "--steps", "2", "--warmup", "1")
+    rows = _by_row(doc)
     assert rows["torchtune"]["status"] == "skipped"  # needs CUDA
     for name in ("checkpoint", "layer-group:min_bytes=0", "offload-mlir:plan=all:min_bytes=0"):
         r = rows[name]
@@ -168,13 +183,8 @@ def test_per_layer_rows_compare_with_per_layer_compile():
 def test_per_layer_rows_train_with_loads_started_in_the_layer_after(tmp_path):
     out = tmp_path / "per-layer"
     rows = "compile:per-layer=1,offload-mlir:per-layer=1:plan=all:min_bytes=0"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
-        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.with_suffix(".json").read_text())
-    r = {r["row"]: r for r in doc["results"]}["offload-mlir:per-layer=1:plan=all:min_bytes=0"]
+    doc = _peers_doc(out, "--rows", rows, "--steps", "2", "--warmup", "1")
+    r = _by_row(doc)["offload-mlir:per-layer=1:plan=all:min_bytes=0"]
     assert r["grad_baseline"] == "compile:per-layer=1"
     assert r["vs_baseline"]["grads_identical"], r["vs_baseline"]
     moved = r["runtime_per_step"]
@@ -188,14 +198,9 @@ def test_optimizer_runs_measure_forward_and_backward_beside_the_prediction(tmp_p
     which is resident outside the graphs, so the table can set like beside
     like."""
     out = tmp_path / "adamw"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--optimizer", "adamw", "--rows", "compile,offload-mlir:plan=all:min_bytes=0",
-         "--steps", "2", "--warmup", "1", "--out", str(out)],
-        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.with_suffix(".json").read_text())
-    rows = {r["row"]: r for r in doc["results"]}
+    doc = _peers_doc(out, "--optimizer", "adamw", "--rows",
+                     "compile,offload-mlir:plan=all:min_bytes=0", "--steps", "2", "--warmup", "1")
+    rows = _by_row(doc)
     r = rows["offload-mlir:plan=all:min_bytes=0"]
     assert r["vs_baseline"]["grads_identical"] and r["vs_baseline"]["losses_identical"]
     fb = r["forward_backward"]
@@ -377,13 +382,8 @@ def test_merge_keeps_the_rounds_of_a_repeated_run_apart(tmp_path):
 @pytest.mark.usefixtures("offload_mlir")
 def test_paired_rows_interleave_in_one_process(tmp_path):
     out = tmp_path / "paired"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--paired", "compile,offload-mlir:plan=all:min_bytes=0", "--steps", "4",
-         "--warmup", "1", "--out", str(out)],
-        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    r = json.loads(out.with_suffix(".json").read_text())["paired"]
+    r = _peers_doc(out, "--paired", "compile,offload-mlir:plan=all:min_bytes=0",
+                   "--steps", "4", "--warmup", "1")["paired"]
     assert r["rows"] == ["compile", "offload-mlir:plan=all:min_bytes=0"]
     assert [len(t) for t in r["step_s_all"]] == [4, 4] and len(r["ratio_all"]) == 4
     # Each ratio is the B step over the A step of its pair.
@@ -391,16 +391,11 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
     assert r["ratio_q1"] <= r["ratio_median"] <= r["ratio_q3"]
     assert "| 4 pairs |" in out.with_suffix(".md").read_text()
     # Eager rows cannot be paired.
-    bad = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--paired", "eager,compile"], cwd=_PYTHON, capture_output=True, text=True, timeout=300)
+    bad = _run_peers("--paired", "eager,compile")
     assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr
     # A compile row's recompute budget is process-wide: the other row must
     # name the same one, not inherit it silently.
-    bad = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--paired", "compile:amb=0.5,offload-mlir"], cwd=_PYTHON, capture_output=True,
-        text=True, timeout=300)
+    bad = _run_peers("--paired", "compile:amb=0.5,offload-mlir")
     assert bad.returncode != 0 and "a compile row's amb= applies to both rows" in bad.stderr
     # So are its partitioner settings.
     with pytest.raises(ValueError, match="partition.ban_recompute_materialized_backward= "
@@ -413,22 +408,15 @@ def test_paired_rows_interleave_in_one_process(tmp_path):
 @pytest.mark.usefixtures("offload_mlir")
 def test_paired_repeat_pools_processes(tmp_path):
     out = tmp_path / "pooled"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--paired", "compile,compile", "--steps", "2", "--warmup", "1", "--repeat", "2",
-         "--out", str(out)], cwd=_PYTHON, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.with_suffix(".json").read_text())
+    doc = _peers_doc(out, "--paired", "compile,compile", "--steps", "2", "--warmup", "1",
+                     "--repeat", "2")
     runs, pooled = doc["paired_runs"], doc["paired"]
     assert len(runs) == 2 and pooled["processes"] == 2 and pooled["steps"] == 4
     assert pooled["process_ratio_medians"] == [r["ratio_median"] for r in runs]
     text = out.with_suffix(".md").read_text()
     assert "| process 2, 2 pairs |" in text and "| all 4 pairs of 2 processes |" in text
     # Rows that cannot be paired are refused before any process starts.
-    bad = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--paired", "compile,eager", "--repeat", "2"], cwd=_PYTHON, capture_output=True,
-        text=True, timeout=300)
+    bad = _run_peers("--paired", "compile,eager", "--repeat", "2")
     assert bad.returncode != 0 and "--paired takes compile and offload-mlir rows" in bad.stderr
     assert "process 1" not in bad.stdout
 
@@ -650,13 +638,8 @@ def test_frontier_rows_train_on_cpu(tmp_path):
     rows = ("compile,compile:amb=0.2,checkpoint-compile,sac-compile,"
             "offload-mlir:checkpoint=1:plan=all:min_bytes=0,"
             "offload-mlir:checkpoint=sac:plan=all:min_bytes=0")
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--rows", rows, "--steps", "2", "--warmup", "1", "--out", str(out)],
-        cwd=_PYTHON, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.with_suffix(".json").read_text())
-    got = {r["row"]: r for r in doc["results"]}
+    doc = _peers_doc(out, "--rows", rows, "--steps", "2", "--warmup", "1", timeout=1500)
+    got = _by_row(doc)
     assert list(got) == rows.split(",")
     for name, r in got.items():
         assert "error" not in r and r["step_s_median"] > 0 and len(r["losses"]) == 3, name
@@ -685,14 +668,9 @@ def test_peer_rows_run_or_say_why(tmp_path):
     Transformer Engine, Thunder 0.2.6 for want of a CPUOffloading transform,
     each saying so. Without them, each row fails saying how to install it."""
     out = tmp_path / "peers"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.peers", "--config", "tiny", "--device", "cpu",
-         "--rows", "peers", "--steps", "2", "--warmup", "1",
-         "--out", str(out)],
-        cwd=_PYTHON, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # rows failed
-    doc = json.loads(out.with_suffix(".json").read_text())
-    got = {r["row"]: r for r in doc["results"]}
+    doc = _peers_doc(out, "--rows", "peers", "--steps", "2", "--warmup", "1",
+                     returncode=1)  # rows failed
+    got = _by_row(doc)
     assert got["checkpoint"]["vs_baseline"]["grads_identical"]
     failed = {name: r["reason"] for name, r in got.items() if r.get("status") == "failed"}
     table = out.with_suffix(".md").read_text()
