@@ -11,7 +11,7 @@
 // projection's gradient reads them; likewise `view_8`/`view_9` (of `mul_7`),
 // `detach_1`/`view_7` (of the attention output) and each RMSNorm's
 // `rsqrt`/`detach`.
-// REPORT: offload report: @forward -> @backward: 17 of 30 saved results offloaded
+// REPORT-LABEL: offload report: @forward -> @backward: 17 of 30 saved results offloaded
 // REPORT: 5  aten._to_copy.default "_to_copy"  {{ *}}tensor<8x1024x4096xf32>  {{ *}}128.0 MiB  #6 aten.mul.Tensor "mul"
 // REPORT: 6  aten.rsqrt.default "rsqrt"  {{ *}}tensor<8x1024x1xf32>  {{ *}}32.0 KiB  #6 aten.mul.Tensor "mul"
 // REPORT-NEXT: one copy for saved views rebuilt in backward: #{{[0-9]+}} aten.detach.default "detach"

@@ -1,7 +1,10 @@
 // The shipped traced Llama-3 layer, offloaded and lowered to LLVM dialect:
 // the copies become offload_rt calls, the ATen ops calls of external
 // functions the framework provides (docs/lowering.md).
-// RUN: offload-opt %S/llama_block.mlir --offload-activations="plan=all min-bytes=1024" --convert-trace-to-calls --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" --convert-offload-to-llvm --finalize-memref-to-llvm=use-generic-functions --convert-func-to-llvm --convert-arith-to-llvm --reconcile-unrealized-casts -o %t.mlir
+// RUN: offload-opt %S/llama_block.mlir --offload-activations="plan=all min-bytes=1024" --convert-trace-to-calls \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries use-encoding-for-memory-space function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --convert-offload-to-llvm --finalize-memref-to-llvm=use-generic-functions --convert-func-to-llvm --convert-arith-to-llvm \
+// RUN:   --reconcile-unrealized-casts -o %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // mlir-translate does not know the trace attributes the calls keep; LLVM IR
 // translation ignores them.

@@ -18,16 +18,16 @@
 // RUN: grep '^ *\[' %t.grouped > %t.grouped.values
 // RUN: diff %t.plain.values %t.grouped.values
 
-// GROUPS-LABEL: func.func @forward
+// GROUPS-LABEL: func.func @jit_copy_groups_forward
 // GROUPS: offload.offload_group_start {{.*}} : tensor<64x64xf32>, tensor<64x64xf32>
-// GROUPS-LABEL: func.func @backward
+// GROUPS-LABEL: func.func @jit_copy_groups_backward
 // GROUPS: offload.load_group_start %arg0, %arg1
 
 // RUNS: copies 2 2
 // RUNS: device memory through offload_rt: 0 B in use
 
-func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @jit_copy_groups_forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+    attributes {offload.backward = @jit_copy_groups_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<64x64xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
@@ -44,7 +44,7 @@ func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x6
   return %z, %h, %a : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
 }
 
-func.func @backward(%h: tensor<64x64xf32>, %a: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+func.func @jit_copy_groups_backward(%h: tensor<64x64xf32>, %a: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = arith.constant 200 : index
@@ -66,8 +66,8 @@ func.func private @printMemrefF32(tensor<*xf32>)
 func.func private @offload_rt_mlir_print_summary()
 
 func.func @step(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>, %g: tensor<64x64xf32>) {
-  %out, %h, %a = call @forward(%x, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
-  %grad = call @backward(%h, %a, %g) : (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %out, %h, %a = call @jit_copy_groups_forward(%x, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+  %grad = call @jit_copy_groups_backward(%h, %a, %g) : (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   %o = tensor.cast %out : tensor<64x64xf32> to tensor<*xf32>
   call @printMemrefF32(%o) : (tensor<*xf32>) -> ()
   %q = tensor.cast %grad : tensor<64x64xf32> to tensor<*xf32>

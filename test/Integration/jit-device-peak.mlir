@@ -45,8 +45,8 @@
 // SCHEDULED: device releases: 1
 // SCHEDULED: device memory through offload_rt: 0 B in use, peak 288.2 KiB (295104 bytes)
 
-func.func @forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @jit_device_peak_forward(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
+    attributes {offload.backward = @jit_device_peak_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<64x64xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<64x64xf32>) -> tensor<64x64xf32>
@@ -81,7 +81,7 @@ func.func @wide_grad(%g: tensor<64x64xf32>) -> tensor<64x64xf32> {
 }
 
 // (1 - tanh(h)^2) times the gradient through the wide layer.
-func.func @backward(%h: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+func.func @jit_device_peak_backward(%h: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %gg = call @wide_grad(%g) : (tensor<64x64xf32>) -> tensor<64x64xf32>
   %one = arith.constant dense<1.0> : tensor<64x64xf32>
   %t = math.tanh %h : tensor<64x64xf32>
@@ -103,9 +103,9 @@ func.func private @offload_rt_mlir_print_summary()
 func.func private @offload_rt_mlir_synchronize()
 
 func.func @step(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>, %g: tensor<64x64xf32>) {
-  %out, %saved = call @forward(%x, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
+  %out, %saved = call @jit_device_peak_forward(%x, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
   call @offload_rt_mlir_synchronize() : () -> ()
-  %grad = call @backward(%saved, %g) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %grad = call @jit_device_peak_backward(%saved, %g) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   %o = tensor.cast %out : tensor<64x64xf32> to tensor<*xf32>
   call @printMemrefF32(%o) : (tensor<*xf32>) -> ()
   %p = tensor.cast %grad : tensor<64x64xf32> to tensor<*xf32>

@@ -16,11 +16,11 @@
 // RUN:   | env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner > %t.scheduled
 // RUN: FileCheck %s --check-prefixes=CHECK,OFFLOADED < %t.scheduled
 
-// IR-LABEL: func.func @forward
+// IR-LABEL: func.func @jit_shared_copy_forward
 // IR: %[[H:.*]] = linalg.matmul
 // IR: offload.offload_to_cpu %[[H]] : tensor<4x8xf32>
 // IR-NOT: offload.offload_to_cpu
-// IR-LABEL: func.func @backward
+// IR-LABEL: func.func @jit_shared_copy_backward
 // IR-SAME: (%[[S:.*]]: tensor<4x8xf32, #offload.host>, %{{.*}}: tensor<4x4xf32>)
 // IR: %[[L:.*]] = offload.load_to_gpu %[[S]]
 // IR-NEXT: %[[HI:.*]] = tensor.extract_slice %[[L]][0, 4] [4, 4] [1, 1] {offload.rebuilt_view}
@@ -45,8 +45,8 @@
 // PLAIN: copies 0 0
 // OFFLOADED: copies 1 1
 
-func.func @forward(%x: tensor<4x4xf32>, %w: tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @jit_shared_copy_forward(%x: tensor<4x4xf32>, %w: tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+    attributes {offload.backward = @jit_shared_copy_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<4x8xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -58,7 +58,7 @@ func.func @forward(%x: tensor<4x4xf32>, %w: tensor<4x8xf32>) -> (tensor<4x4xf32>
   return %o, %lo, %hi : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
 
-func.func @backward(%lo: tensor<4x4xf32>, %hi: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @jit_shared_copy_backward(%lo: tensor<4x4xf32>, %hi: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %one = arith.constant dense<1.0> : tensor<4x4xf32>
   %gh = arith.mulf %hi, %g : tensor<4x4xf32>
   %t = math.tanh %lo : tensor<4x4xf32>
@@ -80,8 +80,8 @@ func.func @main() {
                              [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
                              [-0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8]]> : tensor<4x8xf32>
   %g = arith.constant dense<0.5> : tensor<4x4xf32>
-  %out, %lo, %hi = call @forward(%x, %w) : (tensor<4x4xf32>, tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
-  %grad = call @backward(%lo, %hi, %g) : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %out, %lo, %hi = call @jit_shared_copy_forward(%x, %w) : (tensor<4x4xf32>, tensor<4x8xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+  %grad = call @jit_shared_copy_backward(%lo, %hi, %g) : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %o = tensor.cast %out : tensor<4x4xf32> to tensor<*xf32>
   call @printMemrefF32(%o) : (tensor<*xf32>) -> ()
   %p = tensor.cast %grad : tensor<4x4xf32> to tensor<*xf32>

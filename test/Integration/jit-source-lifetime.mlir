@@ -29,12 +29,12 @@
 
 // The source goes to the runtime right after its copy starts, and nothing
 // else frees it.
-// LOWERED: llvm.func @forward
+// LOWERED-LABEL: llvm.func @jit_source_lifetime_forward
 // LOWERED: %[[H:.*]] = llvm.call @offload_rt_mlir_offload_start(%[[P:.*]], %{{.*}}, %{{.*}})
 // LOWERED: llvm.call @offload_rt_mlir_release_source(%[[H]], %{{.*}}, %[[P]])
 // LOWERED-NOT: llvm.call @_mlir_memref_to_llvm_free
 // LOWERED: llvm.return
-// LOWERED: llvm.func @backward
+// LOWERED-LABEL: llvm.func @jit_source_lifetime_backward
 
 // CHECK: rank = 2 offset = 0 sizes = [4, 4] strides = [4, 1] data =
 // CHECK-NEXT: {{\[\[}}0.421899,   -0.462117,   0.50052,   -0.53705],
@@ -49,8 +49,8 @@
 // KEPT: copies 0 0
 // KEPT: fallbacks (kept on device): 1, {{.*}} device releases: 1
 
-func.func @forward(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @jit_source_lifetime_forward(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    attributes {offload.backward = @jit_source_lifetime_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<4x4xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -62,7 +62,7 @@ func.func @forward(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>
 // d/dh tanh(h) = 1 - tanh(h)^2, times the incoming gradient. Its first
 // allocation is the size of the offloaded source: reusing the source's block
 // while the copy reads it would show here.
-func.func @backward(%h: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @jit_source_lifetime_backward(%h: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %one = arith.constant dense<1.0> : tensor<4x4xf32>
   %t = math.tanh %h : tensor<4x4xf32>
   %t2 = arith.mulf %t, %t : tensor<4x4xf32>
@@ -76,8 +76,8 @@ func.func private @printMemrefF32(tensor<*xf32>)
 func.func private @offload_rt_mlir_print_summary()
 
 func.func @step(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %g: tensor<4x4xf32>) {
-  %out, %saved = call @forward(%x, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-  %grad = call @backward(%saved, %g) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %out, %saved = call @jit_source_lifetime_forward(%x, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+  %grad = call @jit_source_lifetime_backward(%saved, %g) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %o = tensor.cast %out : tensor<4x4xf32> to tensor<*xf32>
   call @printMemrefF32(%o) : (tensor<*xf32>) -> ()
   %p = tensor.cast %grad : tensor<4x4xf32> to tensor<*xf32>

@@ -14,17 +14,17 @@
 // RUN: env OFFLOAD_RT_SIM_LATENCY_US=200 %mlir_runner < %t.scheduled.mlir | sed -e 's/base@ = 0x[0-9a-f]*//' > %t.scheduled
 // RUN: diff %t.plain %t.scheduled
 
-// LOWERED: llvm.func @forward
+// LOWERED-LABEL: llvm.func @jit_training_step_forward
 // LOWERED: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
 // LOWERED-NEXT: %[[H:.*]] = llvm.call @offload_rt_mlir_offload_start(%{{.*}}, %{{.*}}, %[[S]])
 // LOWERED-NEXT: llvm.call @offload_rt_mlir_host_data(%[[H]])
-// LOWERED: llvm.func @backward
+// LOWERED-LABEL: llvm.func @jit_training_step_backward
 // LOWERED: %[[S2:.*]] = llvm.call @offload_rt_mlir_compute_stream()
 // LOWERED-NEXT: %[[T:.*]] = llvm.call @offload_rt_mlir_load_start(%{{.*}}, %{{.*}}, %[[S2]])
 // LOWERED-NEXT: llvm.call @offload_rt_mlir_wait(%[[T]], %[[S2]])
 
 // The forward output tanh(x @ w), then the gradient (1 - tanh^2) * 0.5.
-// SCHEDULED: llvm.func @backward
+// SCHEDULED-LABEL: llvm.func @jit_training_step_backward
 // SCHEDULED: %[[S:.*]] = llvm.call @offload_rt_mlir_compute_stream()
 // SCHEDULED-NEXT: %[[T:.*]] = llvm.call @offload_rt_mlir_load_start(%{{.*}}, %{{.*}}, %[[S]])
 // SCHEDULED: llvm.call @offload_rt_mlir_wait(%[[T]], %{{.*}})
@@ -35,8 +35,8 @@
 // CHECK-NEXT: {{\[\[}}0.411001,   0.393224,   0.37474,   0.355789],
 // CHECK-NEXT: [0.206804,   0.168365,   0.135515,   0.108076],
 
-func.func @forward(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @jit_training_step_forward(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    attributes {offload.backward = @jit_training_step_backward, offload.num_outputs = 1 : i64} {
   %zero = arith.constant 0.0 : f32
   %init = tensor.empty() : tensor<4x4xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -46,7 +46,7 @@ func.func @forward(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>
 }
 
 // d/dh tanh(h) = 1 - tanh(h)^2, times the incoming gradient.
-func.func @backward(%h: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @jit_training_step_backward(%h: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %one = arith.constant dense<1.0> : tensor<4x4xf32>
   %t = math.tanh %h : tensor<4x4xf32>
   %t2 = arith.mulf %t, %t : tensor<4x4xf32>
@@ -63,8 +63,8 @@ func.func @main() {
   %w = arith.constant dense<[[0.05, -0.1, 0.15, -0.2], [0.25, -0.3, 0.35, -0.4],
                              [0.45, -0.5, 0.55, -0.6], [0.65, -0.7, 0.75, -0.8]]> : tensor<4x4xf32>
   %g = arith.constant dense<0.5> : tensor<4x4xf32>
-  %out, %saved = call @forward(%x, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-  %grad = call @backward(%saved, %g) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %out, %saved = call @jit_training_step_forward(%x, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+  %grad = call @jit_training_step_backward(%saved, %g) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %o = tensor.cast %out : tensor<4x4xf32> to tensor<*xf32>
   call @printMemrefF32(%o) : (tensor<*xf32>) -> ()
   %p = tensor.cast %grad : tensor<4x4xf32> to tensor<*xf32>

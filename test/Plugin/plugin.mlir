@@ -30,32 +30,32 @@
 // AFTER: IR Dump After CSE
 // AFTER: offload.offload_to_cpu
 
-// UPSTREAM-LABEL: func @forward
+// UPSTREAM-LABEL: func @plugin_step_forward
 // UPSTREAM-NOT: offload.{{[a-z_]+}} %
 // UPSTREAM: return %{{.*}}, %{{.*}} : tensor<64x64xf32>, tensor<64x64xf32>
-// UPSTREAM-LABEL: func @backward
+// UPSTREAM-LABEL: func @plugin_step_backward
 // UPSTREAM-NOT: offload.{{[a-z_]+}} %
 
-// REPORT: offload report: @forward -> @backward: 1 of 1 saved results offloaded
+// REPORT-LABEL: offload report: @plugin_step_forward -> @plugin_step_backward: 1 of 1 saved results offloaded
 // REPORT: total: offloaded 1 values, 16.0 KiB; kept 0 values, 0 B
 
-// CHECK-LABEL: func @forward
+// CHECK-LABEL: func @plugin_step_forward
 // CHECK: %[[M:.*]] = trace.op "aten.mm.default"
 // CHECK-NEXT: trace.op "aten.relu.default"(%[[M]])
 // CHECK-NEXT: %[[H:.*]] = offload.offload_to_cpu %[[M]] : tensor<64x64xf32> -> tensor<64x64xf32, #offload.host>
 // CHECK: return %{{.*}}, %[[H]]
-// CHECK-LABEL: func @backward
+// CHECK-LABEL: func @plugin_step_backward
 // CHECK-NEXT: trace.op "aten.neg.default"
 // CHECK-NEXT: %[[L:.*]] = offload.load_to_gpu %arg0
 // CHECK-NEXT: %[[T:.*]] = trace.view "aten.t.default"(%[[L]])
 // CHECK-NEXT: trace.op "aten.mm.default"(%[[T]]
-func.func @forward(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
-    attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+func.func @plugin_step_forward(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
+    attributes {offload.backward = @plugin_step_backward, offload.num_outputs = 1 : i64} {
   %0 = trace.op "aten.mm.default"(%x, %x) {node = "mm"} : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   %1 = trace.op "aten.relu.default"(%0) {node = "relu"} : (tensor<64x64xf32>) -> tensor<64x64xf32>
   return %1, %0 : tensor<64x64xf32>, tensor<64x64xf32>
 }
-func.func @backward(%s: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+func.func @plugin_step_backward(%s: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %t = trace.view "aten.t.default"(%s) {node = "t"} : (tensor<64x64xf32>) -> tensor<64x64xf32>
   %n = trace.op "aten.neg.default"(%g) {node = "neg"} : (tensor<64x64xf32>) -> tensor<64x64xf32>
   %m = trace.op "aten.mm.default"(%t, %n) {node = "mm_1"} : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
