@@ -28,13 +28,13 @@ module {
 // A second step in the same module fails on its own.
 module {
   // expected-error @below {{no plan fits the budget of 100 B (100 bytes)}}
-  func.func @fwd(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
-      attributes {offload.backward = @bwd, offload.num_outputs = 1 : i64} {
+  func.func @second_step_fails_alone_forward(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>)
+      attributes {offload.backward = @second_step_fails_alone_backward, offload.num_outputs = 1 : i64} {
     %e = math.exp %x : tensor<64x64xf32>
     %y = math.sin %e : tensor<64x64xf32>
     return %y, %e : tensor<64x64xf32>, tensor<64x64xf32>
   }
-  func.func @bwd(%s: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  func.func @second_step_fails_alone_backward(%s: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
     %o = arith.mulf %g, %s : tensor<64x64xf32>
     return %o : tensor<64x64xf32>
   }

@@ -1,4 +1,5 @@
 // RUN: offload-opt %s -split-input-file -convert-offload-to-llvm -verify-diagnostics -allow-unregistered-dialect | FileCheck %s
+// RUN: not offload-opt %s -split-input-file -convert-offload-to-llvm -allow-unregistered-dialect -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
 
 // Offload: one call for the compute stream, then the D2H start with the
 // buffer's address, its size in bytes and that stream. The host buffer's
@@ -121,7 +122,9 @@ func.func @load_to_named_space(%h: memref<4xf32, #offload.host>) -> memref<4xf32
 // -----
 
 func.func @offload_from_gpu_space(%d: memref<4xf32, #gpu.address_space<global>>) -> memref<4xf32, #offload.host> {
-  // expected-error @+1 {{cannot lower 'offload.offload_buffer': memory space #gpu.address_space<global> of 'memref<4xf32, #gpu.address_space<global>>' is not address space 0 (offload_rt takes and returns generic pointers)}}
+  // FULL: offload-to-llvm.mlir:[[@LINE+3]]:{{[0-9]+}}: error: cannot lower 'offload.offload_buffer': memory space #gpu.address_space<global> of 'memref<4xf32, #gpu.address_space<global>>'
+  // FULL-SAME: is not address space 0 (offload_rt takes and returns generic pointers)
+  // expected-error @+1 {{cannot lower 'offload.offload_buffer': memory space #gpu.address_space<global> of 'memref<4xf32, #gpu.address_space<global>>'}}
   %h = offload.offload_buffer %d : memref<4xf32, #gpu.address_space<global>> -> memref<4xf32, #offload.host>
   return %h : memref<4xf32, #offload.host>
 }

@@ -3,13 +3,16 @@
 // calls it, with a note at the declaration, through either driver.
 // RUN: offload-opt %s -split-input-file -convert-offload-to-llvm -verify-diagnostics
 // RUN: not offload-opt %s -split-input-file -convert-to-llvm 2>&1 | FileCheck %s --check-prefix=GENERIC
+// RUN: not offload-opt %s -split-input-file -convert-offload-to-llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
 // GENERIC: error: cannot lower 'offload.load_buffer': the runtime function 'offload_rt_mlir_wait' is already declared as something else
 
 // expected-note @+1 {{declared here}}
 llvm.func @offload_rt_mlir_wait(i64) -> i64
 
 func.func @runtime_function_declared_with_other_type(%h: memref<4xf32, #offload.host>) -> memref<4xf32> {
-  // expected-error @+1 {{cannot lower 'offload.load_buffer': the runtime function 'offload_rt_mlir_wait' is already declared as something else; the lowering calls it as an 'llvm.func' of type '!llvm.func<ptr (ptr, ptr)>'}}
+  // FULL: runtime-declarations.mlir:[[@LINE+3]]:{{[0-9]+}}: error: cannot lower 'offload.load_buffer': the runtime function 'offload_rt_mlir_wait' is already declared as something else;
+  // FULL-SAME: the lowering calls it as an 'llvm.func' of type '!llvm.func<ptr (ptr, ptr)>'
+  // expected-error @+1 {{cannot lower 'offload.load_buffer': the runtime function 'offload_rt_mlir_wait' is already declared as something else}}
   %d = offload.load_buffer %h : memref<4xf32, #offload.host> -> memref<4xf32>
   return %d : memref<4xf32>
 }

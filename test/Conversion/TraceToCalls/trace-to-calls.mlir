@@ -6,14 +6,14 @@
 // CHECK-DAG: func.func private @aten.mm.default_1(tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> attributes {trace.target = "aten.mm.default"}
 // CHECK-DAG: func.func private @aten.t.default_0(tensor<4x8xf32>) -> tensor<8x4xf32> attributes {trace.target = "aten.t.default"}
 // CHECK-DAG: func.func private @aten.native_layer_norm.default_0(tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
-// CHECK-LABEL: func @f
+// CHECK-LABEL: func @traced_ops_become_calls
 // CHECK: %[[T:.*]] = call @aten.t.default_0(%arg0) {trace.args = [#trace.operand<0>], trace.node = "t"}
 // CHECK: %[[M:.*]] = call @aten.mm.default_0(%arg0, %[[T]]) {trace.node = "mm"}
 // CHECK: %[[M2:.*]] = call @aten.mm.default_1(%[[M]], %[[M]]) {trace.node = "mm_1"}
 // CHECK: %[[N:.*]]:3 = call @aten.native_layer_norm.default_0(%[[M2]])
 // CHECK: call @aten.add_.Tensor_0(%[[N]]#0, %[[M]]) {trace.mutates = array<i64: 0>}
 // CHECK: call @aten.mm.default_1(%[[N]]#0, %[[M]])
-func.func @f(%a: tensor<4x8xf32>) -> tensor<4x4xf32> {
+func.func @traced_ops_become_calls(%a: tensor<4x8xf32>) -> tensor<4x4xf32> {
   %t = trace.view "aten.t.default"(%a) {node = "t", args = [#trace.operand<0>]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
   %m = trace.op "aten.mm.default"(%a, %t) {node = "mm"} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   %m2 = trace.op "aten.mm.default"(%m, %m) {node = "mm_1"} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>

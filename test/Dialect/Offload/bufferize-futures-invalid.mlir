@@ -1,10 +1,14 @@
 // RUN: offload-opt %s -split-input-file -verify-diagnostics
+// RUN: not offload-opt %s -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
 
 // Bufferization's casts check that a buffer type is the buffer of a future
 // (TensorLikeType::verifyCompatibleBufferType).
 
 func.func @host_future_from_device_buffer(%bf: !offload.buffer_future<memref<8x16xf32>>) {
-  // expected-error @+2 {{'!offload.buffer_future<memref<8x16xf32>>' is not a buffer of '!offload.future<tensor<8x16xf32, #offload.host>>': expected an '!offload.buffer_future' of a memref with the same shape and element type, in the #offload.host memory space if and only if the tensor is a host tensor}}
+  // FULL: bufferize-futures-invalid.mlir:[[@LINE+5]]:{{[0-9]+}}: error: '!offload.buffer_future<memref<8x16xf32>>' is not a buffer of '!offload.future<tensor<8x16xf32, #offload.host>>':
+  // FULL-SAME: expected an '!offload.buffer_future' of a memref with the same shape and element type,
+  // FULL-SAME: in the #offload.host memory space if and only if the tensor is a host tensor
+  // expected-error @+2 {{'!offload.buffer_future<memref<8x16xf32>>' is not a buffer of '!offload.future<tensor<8x16xf32, #offload.host>>'}}
   // expected-error @+1 {{failed to verify that specified tensor and buffer types match}}
   %f = bufferization.to_tensor %bf restrict : !offload.buffer_future<memref<8x16xf32>> to !offload.future<tensor<8x16xf32, #offload.host>>
   return

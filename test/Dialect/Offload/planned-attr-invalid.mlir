@@ -12,7 +12,7 @@ func.func @planned_without_step_seconds_backward(%s: tensor<4xf32>, %g: tensor<4
 // -----
 
 // expected-error @below {{has 'offload.planned' but no 'offload.backward'}}
-func.func @f(%x: tensor<4xf32>) -> tensor<4xf32>
+func.func @planned_without_backward(%x: tensor<4xf32>) -> tensor<4xf32>
     attributes {offload.planned = {peak_bytes = 1 : i64, step_seconds = 1.0 : f64}} {
   return %x : tensor<4xf32>
 }
