@@ -4,8 +4,8 @@
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
 // RUN:   --pass-pipeline="builtin.module(offload-activations{plan=all min-bytes=1024 schedule=false})" | FileCheck %s
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
-// RUN:   --pass-pipeline="builtin.module(offload-activations{plan=all schedule=false min-bytes=16384 report=text})" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=REPORT
+// RUN:   --pass-pipeline="builtin.module(offload-activations{plan=all schedule=false min-bytes=16384 report=text})" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=REPORT
 // RUN: host-mlir-opt %s --load-dialect-plugin=%offload_libs/OffloadPlugin%shlibext --load-pass-plugin=%offload_libs/OffloadPlugin%shlibext \
 // RUN:   --pass-pipeline="builtin.module(offload-find-saved-activations{min-bytes=0},offload-insert-offloads,offload-reorder-backward,offload-insert-loads)" \
 // RUN:   | FileCheck %s

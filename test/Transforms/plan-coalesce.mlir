@@ -4,8 +4,8 @@
 // small loads issued before one op (the norms' 32 KiB rstd values and the
 // attention's 1 MiB logsumexp) move as one transfer each.
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir \
-// RUN:   --offload-activations="min-bytes=1024 recompute=false plan=hidden coalesce-below=4MiB report=text" -o %t.mlir 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=REPORT
+// RUN:   --offload-activations="min-bytes=1024 recompute=false plan=hidden coalesce-below=4MiB report=text" -o %t.mlir 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=REPORT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 
 // REPORT: predicted (h100-pcie5): {{.*}} peak device memory {{.*}} -> [[PEAK:[0-9.]+ [KMG]?i?B]]; step {{.*}} -> [[STEP:[0-9.]+ [mu]?s]]

@@ -11,11 +11,11 @@
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false plan=hidden hidden-patience=0 report=text" \
 // RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir \
-// RUN:   --offload-activations="min-bytes=1024 recompute=false plan=hidden hidden-patience=16 report=text" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=SHORT
+// RUN:   --offload-activations="min-bytes=1024 recompute=false plan=hidden hidden-patience=16 report=text" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=SHORT
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --mlir-disable-threading \
-// RUN:   --offload-activations="min-bytes=1024 recompute=false plan=hidden hidden-patience=16 report=text" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=SHORT
+// RUN:   --offload-activations="min-bytes=1024 recompute=false plan=hidden hidden-patience=16 report=text" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=SHORT
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false plan=hidden" -o %t.threads
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --mlir-disable-threading --offload-activations="min-bytes=1024 recompute=false plan=hidden" -o %t.serial
 // RUN: diff %t.threads %t.serial

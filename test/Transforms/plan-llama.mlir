@@ -49,8 +49,8 @@
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden report=text" -o \
 // RUN:   /dev/null 2>&1 | FileCheck %s --check-prefix=L8-HIDDEN
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir \
-// RUN:   --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=L8-HIDDEN-NOMARGIN
+// RUN:   --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden copy-margin=0 report=text" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=L8-HIDDEN-NOMARGIN
 // RUN: offload-opt %S/../Examples/llama_8layers.mlir \
 // RUN:   --offload-activations="min-bytes=1024 recompute=false schedule=true plan=hidden max-slowdown=0.01 copy-margin=0 report=text" -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=L8-HIDDEN1

@@ -6,8 +6,8 @@
 // and the saved inverse norms). With budget=0.8 the joint plan recomputes
 // them and offloads less than the offload-only plan, for a shorter step.
 // RUN: offload-opt %S/../Examples/llama_block_mincut.mlir \
-// RUN:   --offload-activations="budget=0.8 min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o %t.mlir 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=JOINT
+// RUN:   --offload-activations="budget=0.8 min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o %t.mlir 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=JOINT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 // RUN: offload-opt %S/../Examples/llama_block_mincut.mlir \
 // RUN:   --offload-activations="budget=0.8 recompute=false min-bytes=1048576 release=at-wait fuse-memory-bound=true report=text" -o /dev/null 2>&1 | \

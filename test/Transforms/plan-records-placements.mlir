@@ -13,8 +13,8 @@
 // RUN:   FileCheck %s --check-prefix=RENUMBERED
 // RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLACED
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
-// RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | FileCheck %s \
-// RUN:   --check-prefix=SYNC
+// RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | \
+// RUN:   FileCheck %s --check-prefix=SYNC
 
 // PLAN-LABEL: func.func @plan_records_placements_backward
 // PLAN: trace.op "aten.mm.default"(%arg3, %arg3) {node = "mm_2", offload.load_starts = array<i64: 0, 2>}

@@ -7,11 +7,11 @@
 // 12 to 4 us, and the step from 2.076 to 2.066 ms.
 // RUN: offload-opt %s -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0 coalesce-below=64KiB" | FileCheck %s
 // RUN: offload-opt %s -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0 coalesce-below=64KiB" \
-// RUN:   -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=GROUPED
+// RUN:   -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=GROUPED
 // RUN: offload-opt %s -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0" \
-// RUN:   -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=APART
+// RUN:   -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=10 op-overhead-us=0" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=APART
 // RUN: not offload-opt %s -offload-schedule-copies="coalesce-below=small" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-LABEL: func.func @schedule_copies_coalesce_forward

@@ -5,14 +5,14 @@
 // With no lead the load starts one exp before its use; with a lead of 1.5
 // it needs 10 us and starts two exps before; with 3 (16 us), three.
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-insert-offloads -offload-reorder-backward -offload-insert-loads \
-// RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-margin=0" | FileCheck %s \
-// RUN:   --check-prefix=ONE
+// RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-margin=0" | \
+// RUN:   FileCheck %s --check-prefix=ONE
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-insert-offloads -offload-reorder-backward -offload-insert-loads \
 // RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-margin=0 load-lead=1.5" | \
 // RUN:   FileCheck %s --check-prefix=TWO
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-insert-offloads -offload-reorder-backward -offload-insert-loads \
-// RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-margin=1.5" | FileCheck %s \
-// RUN:   --check-prefix=TWO
+// RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-margin=1.5" | \
+// RUN:   FileCheck %s --check-prefix=TWO
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" -offload-insert-offloads -offload-reorder-backward -offload-insert-loads \
 // RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0 copy-margin=1.5 load-lead=3" | \
 // RUN:   FileCheck %s --check-prefix=THREE

@@ -11,8 +11,8 @@
 // full 4 us for the unscheduled one.
 // RUN: offload-opt %s -split-input-file \
 // RUN:   -offload-schedule-copies="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" \
-// RUN:   -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s \
-// RUN:   --check-prefix=REPORT
+// RUN:   -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | \
+// RUN:   FileCheck %s --check-prefix=REPORT
 // RUN: offload-opt %s -split-input-file -offload-report="hbm-gbps=1 d2h-gbps=1 h2d-gbps=1 both-ways-gbps=2 copy-latency-us=0 op-overhead-us=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SYNC
 // RUN: not offload-opt %s -split-input-file -offload-schedule-copies="max-inflight-bytes=lots" 2>&1 | FileCheck %s --check-prefix=BAD
 
