@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HoistedBytes.h"
+#include "offload/Analysis/Bisection.h"
 #include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/SharedStorage.h"
@@ -328,15 +329,11 @@ void StepModel::placeOffloadWaits(CopyPlan &plan) const {
 void StepModel::sinkOffloadWaits(CopyPlan &plan,
                                  ArrayRef<unsigned> offloads) const {
   // A wait at the predicted end of its copy stalls forward as soon as the
-  // compute runs a little faster than predicted, or the link a little slower
-  // (on the H100, waits placed so stalled 0.7 and 1.0 ms mid-forward, 2.5%
-  // and 3.6% of the time elapsed, where the model's forward was 2.5% long;
-  // waits held to 5% past their copy's end still stalled 0.25 ms at 27 ms,
-  // the copy ending 4.8% later than predicted and forward running 2.7%
-  // faster). Held later, a wait costs only memory: each goes down as far
-  // as the bytes it keeps live leave the plan's predicted peak where it was,
-  // up to the end of forward. Later offloads first: the D2H queue behind
-  // them is longer.
+  // compute runs a little faster, or the link a little slower, than
+  // predicted (docs/cost-model.md#load-scheduling). Held later, a wait costs
+  // only memory: each goes down as far as the bytes it keeps live leave the
+  // plan's predicted peak where it was, up to the end of forward. Later
+  // offloads first: the D2H queue behind them is longer.
   struct Sink {
     unsigned copy;
     /// Where the wait was placed, and where it goes.
@@ -379,26 +376,15 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan,
   // liveAt is per position and the releases move to later times, so the
   // bound is checked once more on the whole plan. If it breaks, the sinks
   // are kept in the order placed (each was placed with the ones before it)
-  // up to the longest run a bisection finds to keep the peak, instead of
-  // none (random_steps.py, seeds 1 to 3, 40 steps each, under three
-  // pipelines: 4 of 360 runs broke it at least once; 21 before the wait's
-  // own op was checked through afterRelease).
-  if (simulate(plan).peakBytes <= peak)
-    return;
-  auto keepFirst = [&](size_t count) {
+  // up to the longest run that keeps the peak, instead of none
+  // (docs/cost-model.md#load-scheduling).
+  size_t kept = longestHoldingPrefix(sinks.size(), [&](size_t count) {
     for (auto [rank, sink] : llvm::enumerate(sinks))
       plan.copies[sink.copy].waitPos = rank < count ? sink.to : sink.from;
-  };
-  size_t holds = 0, breaks = sinks.size();
-  while (breaks - holds > 1) {
-    size_t mid = holds + (breaks - holds) / 2;
-    keepFirst(mid);
-    if (simulate(plan).peakBytes <= peak)
-      holds = mid;
-    else
-      breaks = mid;
-  }
-  keepFirst(holds);
+    return simulate(plan).peakBytes <= peak;
+  });
+  for (auto [rank, sink] : llvm::enumerate(sinks))
+    plan.copies[sink.copy].waitPos = rank < kept ? sink.to : sink.from;
 }
 
 bool StepModel::placeLoads(CopyPlan &plan, ArrayRef<unsigned> loads,
