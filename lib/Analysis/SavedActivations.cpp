@@ -7,6 +7,7 @@
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/IR/TrainingStep.h"
 #include "offload/Interfaces/TracedOpInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -64,9 +65,9 @@ static std::string getIndividualKeptReason(Value value, Value root,
     return "not a ranked tensor";
   if (isHostTensorType(value.getType()))
     return "already in host memory";
-  if (isa<BlockArgument>(value))
+  if (isa<BlockArgument>(value) && !isDonatedArgument(value))
     return "function argument";
-  if (isa<BlockArgument>(root))
+  if (isa<BlockArgument>(root) && !isDonatedArgument(root))
     return "view of a function argument";
   if (isKeptByProducer(value) || isKeptByProducer(root))
     return "opted out (offload.keep)";

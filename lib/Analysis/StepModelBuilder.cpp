@@ -12,12 +12,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "SimulationScratch.h"
-#include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Effects.h"
 #include "offload/Analysis/SavedActivations.h"
 #include "offload/Analysis/SharedStorage.h"
+#include "offload/Analysis/StepSimulation.h"
 #include "offload/Analysis/Views.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/IR/TrainingStep.h"
 
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/SmallSet.h"
@@ -359,9 +360,10 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
     estimateFused(backward);
   }
 
-  // Forward: arguments are parameters and inputs, live all step.
+  // Forward: arguments are parameters and inputs, live all step; a donated
+  // one lives as long as the step reads it.
   for (BlockArgument arg : forward.getArguments())
-    refs[arg] = newBuffer(arg.getType(), -1, true);
+    refs[arg] = newBuffer(arg.getType(), -1, !isDonatedArgument(arg));
   for (Operation &op : forward.without_terminator())
     addOp(&op, false);
   model.numForwardOps = model.ops.size();

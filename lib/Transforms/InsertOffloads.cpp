@@ -20,6 +20,7 @@
 
 #include "offload/Analysis/SharedStorage.h"
 #include "offload/Analysis/Views.h"
+#include "offload/Dialect/Offload/IR/TrainingStep.h"
 #include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 
@@ -46,8 +47,10 @@ static StringRef getOffloadBlocker(Value value, Block &body) {
     return "it is not a ranked tensor";
   if (isHostTensorType(type))
     return "it is already in host memory";
-  if (isa<BlockArgument>(value))
-    return "it is a function argument";
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return arg.getOwner() == &body && isDonatedArgument(arg)
+               ? ""
+               : "it is a function argument the caller does not donate";
   if (value.getDefiningOp()->getBlock() != &body)
     return "it is not defined in the function's body";
   return "";
@@ -73,7 +76,12 @@ static Value getOrCreateOffload(Value value, Block &body, Operation *ret,
     SmallVector<Value> aliases = collectViewClosure(getStorageRoot(value));
     Operation *lastUse = findLastUserInBlock(aliases, body, ret);
     OpBuilder builder(value.getContext());
-    builder.setInsertionPointAfter(lastUse ? lastUse : value.getDefiningOp());
+    if (lastUse)
+      builder.setInsertionPointAfter(lastUse);
+    else if (Operation *def = value.getDefiningOp())
+      builder.setInsertionPointAfter(def);
+    else
+      builder.setInsertionPointToStart(&body);
     auto hostType = getHostTensorType(cast<RankedTensorType>(value.getType()));
     host = OffloadToCpuOp::create(builder, value.getLoc(), hostType, value);
   }

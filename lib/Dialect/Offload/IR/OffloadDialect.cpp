@@ -211,6 +211,25 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
   return op->emitOpError() << "unknown offload attribute '" << name << "'";
 }
 
+LogicalResult OffloadDialect::verifyRegionArgAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned argIndex,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != kDonatedAttrName)
+    return op->emitOpError() << "unknown offload argument attribute '" << name
+                             << "'";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || regionIndex != 0 ||
+      argIndex >= function.getArgumentTypes().size() ||
+      !isa<RankedTensorType>(function.getArgumentTypes()[argIndex]))
+    return op->emitOpError() << "expects '" << name
+                             << "' on a ranked tensor argument of a function";
+  return success();
+}
+
 LogicalResult OffloadDialect::verifyRegionResultAttribute(Operation *op,
                                                           unsigned regionIndex,
                                                           unsigned resultIndex,

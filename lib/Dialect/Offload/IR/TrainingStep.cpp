@@ -218,6 +218,15 @@ static bool isHostBufferCast(Operation *op) {
   return cast && isHostMemRefType(cast.getResult().getType());
 }
 
+bool mlir::offload::isDonatedArgument(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || !arg.getOwner()->isEntryBlock())
+    return false;
+  auto function = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return function && function.getArgAttr(arg.getArgNumber(),
+                                         OffloadDialect::kDonatedAttrName);
+}
+
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {
   WalkResult result = region.walk([](Operation *op) {
     if (isa<LoadToGpuOp, CallOpInterface>(op) || isLoadStart(op) ||

@@ -31,12 +31,19 @@ def Offload_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Names of the discardable attributes that make up the training-step
     /// contract and the pipeline's annotations.
     static constexpr ::llvm::StringLiteral kBackwardAttrName = "offload.backward";
     static constexpr ::llvm::StringLiteral kNumOutputsAttrName = "offload.num_outputs";
     static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
+    /// On a tensor argument of forward: the caller keeps no reference to it
+    /// once the step starts (an activation of the graph before, when a model
+    /// is compiled in several graphs). The step's own uses then decide how
+    /// long its memory lives, so it may be offloaded like an intermediate.
+    /// Where the caller does keep it, an offload of it only costs the copy.
+    static constexpr ::llvm::StringLiteral kDonatedAttrName = "offload.donated";
     static constexpr ::llvm::StringLiteral kSelectedAttrName = "offload.selected";
     static constexpr ::llvm::StringLiteral kKeptAttrName = "offload.kept";
     /// On a saved result of forward: backward computes it again

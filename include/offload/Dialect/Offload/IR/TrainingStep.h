@@ -73,6 +73,10 @@ private:
   unsigned numOutputs;
 };
 
+/// Whether `value` is an argument of forward that its caller donates
+/// (`offload.donated`): the step holds its only reference.
+bool isDonatedArgument(Value value);
+
 /// Checks that every host-resident value in `region` is read only by
 /// `offload.load_to_gpu`, `offload.load_start`, a terminator, or a call;
 /// emits an error at the first offending user otherwise.
