@@ -21,6 +21,8 @@ handle is compiled untransformed, with one warning naming the reason.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import hashlib
@@ -170,6 +172,13 @@ class OffloadOptions:
     # (`prefetch-lead=auto`, `prefetch-bytes=auto`); the copy ops start those
     # loads there (ops.prefetch_push, ops.prefetch_issue).
     prefetch: bool = False
+    # Graph inputs that are activations (not parameters, and made by autograd
+    # before this graph: the layer before's output, when each layer is a
+    # graph) are donated to the step (`offload.donated`): the caller drops
+    # them once the graph has run, so the planner may offload them like
+    # intermediates. Code that keeps them (a list of hidden states, say) pays
+    # for a copy that frees nothing; False keeps every input.
+    donate_activations: bool = True
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -184,7 +193,8 @@ class OffloadOptions:
         if isinstance(self.min_bytes, bool) or not isinstance(self.min_bytes, int) \
                 or self.min_bytes < 0:
             raise ValueError(f"min_bytes must be a non-negative int, not {self.min_bytes!r}")
-        for name in ("schedule", "reuse_freed_buffers", "recompute", "prefetch"):
+        for name in ("schedule", "reuse_freed_buffers", "recompute", "prefetch",
+                     "donate_activations"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
         if self.budget is not None:
@@ -397,7 +407,8 @@ def _plan_key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], uuid: str
 
     with sanitize_gm_for_cache(gm):
         code = gm.code
-    text = json.dumps([code, [meta(x) for x in example_inputs], uuid, mode])
+    text = json.dumps([code, [meta(x) for x in example_inputs], uuid, mode,
+                       _activation_inputs(example_inputs)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -482,9 +493,15 @@ class OffloadPartitioner(CustomPartitionerFn):
         if self.options.recompute_budget is not None:
             patch["activation_memory_budget"] = float(self.options.recompute_budget)
 
+        donated = _donated_primals(joint_inputs) if self.options.donate_activations else set()
+
         def partition():
             with torch._functorch.config.patch(patch):
-                return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+                fw, bw = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+            for node in fw.graph.find_nodes(op="placeholder"):
+                if node.name in donated:
+                    node.meta[DONATED_META] = True
+            return fw, bw
 
         fw, bw = partition()
         num_fwd_outputs = int(kwargs["num_fwd_outputs"])
@@ -516,6 +533,47 @@ class OffloadPartitioner(CustomPartitionerFn):
 
 class _Fallback(Exception):
     pass
+
+
+# The FX placeholder meta key fx_export reads to mark an argument donated.
+DONATED_META = "offload_donated"
+# The indices of the graph inputs the compiling backend found to be
+# activations (compile_inductor, compile_aot_eager), for the partitioner the
+# same compile calls.
+_donated_inputs: contextvars.ContextVar[tuple[tuple[int, ...], tuple[Any, ...]]] = \
+    contextvars.ContextVar("offload_mlir_donated_inputs", default=((), ()))
+
+
+def _activation_inputs(example_inputs: Sequence[Any]) -> tuple[int, ...]:
+    """The graph inputs that are activations: tensors autograd made before
+    this graph (not leaves, so neither parameters nor the user's batch)."""
+    return tuple(i for i, x in enumerate(example_inputs)
+                 if isinstance(x, torch.Tensor) and not isinstance(x, torch.nn.Parameter)
+                 and getattr(x, "grad_fn", None) is not None)
+
+
+@contextlib.contextmanager
+def _donating(example_inputs: Sequence[Any]):
+    shapes = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else None
+                   for x in example_inputs)
+    token = _donated_inputs.set((_activation_inputs(example_inputs), shapes))
+    try:
+        yield
+    finally:
+        _donated_inputs.reset(token)
+
+
+def _donated_primals(joint_inputs: Sequence[Any]) -> set[str]:
+    """The names of the joint graph's primal placeholders ("primals_3") that
+    are donated activations. AOTAutograd's primals are Dynamo's inputs in
+    order unless it deduplicated or merged inputs; then nothing is donated."""
+    indices, shapes = _donated_inputs.get()
+    primals = joint_inputs[0] if joint_inputs else ()
+    if not indices or len(primals) != len(shapes) or any(
+            (tuple(p.shape) if isinstance(p, torch.Tensor) else None) != shape
+            for p, shape in zip(primals, shapes)):
+        return set()
+    return {f"primals_{i + 1}" for i in indices}
 
 
 class NothingOffloadedWarning(UserWarning):
@@ -810,7 +868,8 @@ def _aot_eager(partitioner: OffloadPartitioner) -> Callable:
         # AOTAutograd's on-disk cache does not key on partition_fn: a graph
         # compiled before by plain aot_eager (in any process) would be served
         # untransformed.
-        with torch._functorch.config.patch(enable_autograd_cache=False):
+        with torch._functorch.config.patch(enable_autograd_cache=False), \
+                _donating(example_inputs):
             return inner(gm, example_inputs)
 
     return compile_aot_eager
@@ -833,6 +892,7 @@ def backend(
     inductor_config: Mapping[str, Any] | None = None,
     recompute: bool = True,
     prefetch: bool = False,
+    donate_activations: bool = True,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -863,7 +923,11 @@ def backend(
     names them), and `prefetch` (for a model compiled as several graphs, per
     layer say: each graph's first loads start during the backward graph that
     runs before it, over a lead and within memory the pipeline plans;
-    `last_report()["pipeline"]["steps"][0]["prefetch"]` gives them).
+    `last_report()["pipeline"]["steps"][0]["prefetch"]` gives them), and
+    `donate_activations` (graph inputs that autograd made before the graph,
+    such as the layer before's output under per-layer compilation, may be
+    offloaded like intermediates, since the caller drops them; False keeps
+    every input, for code that holds on to its hidden states).
     """
     if plan is None:
         plan = "budget" if budget is not None else OffloadOptions.plan
@@ -875,7 +939,7 @@ def backend(
         partitioner_config=tuple(sorted((partitioner_config or {}).items())),
         reuse_freed_buffers=reuse_freed_buffers,
         inductor_config=tuple(sorted((inductor_config or {}).items())),
-        recompute=recompute, prefetch=prefetch,
+        recompute=recompute, prefetch=prefetch, donate_activations=donate_activations,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing
@@ -907,12 +971,15 @@ def backend(
             }
         if os.environ.get("OFFLOAD_MLIR_DUMP_DIR"):
             # Every graph is exported and planned again, to be dumped.
-            with torch._functorch.config.patch(enable_autograd_cache=False):
+            with torch._functorch.config.patch(enable_autograd_cache=False), \
+                    _donating(example_inputs):
                 return compile_fx(gm, example_inputs, config_patches=patches)
         key = _plan_key(gm, example_inputs, partitioner.uuid(), mode)
-        return _compile_keeping_reports(
-            key, lambda: compile_fx(gm, example_inputs, config_patches=patches),
-            compile_inductor.options)
+
+        def compile():
+            with _donating(example_inputs):
+                return compile_fx(gm, example_inputs, config_patches=patches)
+        return _compile_keeping_reports(key, compile, compile_inductor.options)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor

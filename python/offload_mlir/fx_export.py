@@ -27,6 +27,8 @@ The IR contract (docs/architecture.md, "The contracts"):
   generator state run_and_save_rng_state returns is typed by its real size
   and its producer carries `offload.keep`, and backward's placeholder for
   it (`rng_state_output_<k>`) is matched to it by the wrapped call;
+* a forward placeholder the bridge found to be an activation the caller
+  drops (meta `offload_donated`) carries `offload.donated`;
 
 Tracing runs under FakeTensorMode, so no device memory is allocated: a
 Llama-3-8B layer at 8x1024 tokens in bf16 traces on any machine that can
@@ -719,8 +721,11 @@ class _FunctionEmitter:
         name = ssa_name(node.name, self.used_names)
         self.values[node] = _Value("%" + name, ty)
         self.arg_types.append(ty)
+        # The bridge marks the inputs the caller donates (bridge.DONATED_META).
+        donated = ", offload.donated" if node.meta.get("offload_donated") \
+            and ty.startswith("tensor<") else ""
         self.arg_lines.append(
-            f"%{name}: {ty} {{trace.name = {mlir_string(node.name)}}} "
+            f"%{name}: {ty} {{trace.name = {mlir_string(node.name)}{donated}}} "
             f"loc({mlir_string(node.name)})"
         )
         return ty

@@ -108,3 +108,39 @@ def test_per_layer_compile_starts_loads_in_the_graph_before_with_compiles_gradie
     assert all(p["loads"] > 0 and p["load_bytes"] <= p["bytes"] for p in planned)
     assert stats["prefetched_loads"] == 2 * sum(p["loads"] for p in planned)
     assert stats["pending_loads"] == 0 and stats["live_host_blocks"] == 0
+
+
+def _offloaded_inputs(reports):
+    """The graph inputs each compile offloaded (forward placeholders are
+    named primals_<k> by AOTAutograd)."""
+    return [[name for name in r["offloaded"] if name.startswith("primals_")] for r in reports]
+
+
+def test_per_layer_compile_offloads_each_layers_input_the_layer_before_donates(offload_mlir):
+    plain = _per_layer_grads("inductor")
+    before = len(offload_mlir.reports())
+    grads = _per_layer_grads(offload_mlir.backend(min_bytes=0, plan="all"), steps=1)
+    assert all(torch.equal(a, b) for a, b in zip(plain, grads))
+    # Layer 0's input is the user's batch (a leaf, kept); layers 1 and 2 get
+    # the layer before's output, an activation the model's loop drops.
+    reports = offload_mlir.reports()[before:]
+    assert [bool(names) for names in _offloaded_inputs(reports)] == [False, True]
+    steps = [r["pipeline"]["steps"][0] for r in reports]
+    inputs = [s for s in steps[1]["saved"] if s["producer"].startswith("argument")
+              and s["offloaded"]]
+    assert inputs and all(s["type"] == "tensor<2x32x64xf32>" for s in inputs)
+
+    before = len(offload_mlir.reports())
+    kept = _per_layer_grads(offload_mlir.backend(min_bytes=0, plan="all",
+                                                 donate_activations=False), steps=1)
+    assert all(torch.equal(a, b) for a, b in zip(plain, kept))
+    reports = offload_mlir.reports()[before:]
+    assert _offloaded_inputs(reports) == [[], []]
+    saved = reports[1]["pipeline"]["steps"][0]["saved"]
+    assert any(s["type"] == "tensor<2x32x64xf32>" and s.get("kept_reason") == "function argument"
+               for s in saved)
+
+
+def test_donate_activations_is_a_bool(offload_mlir):
+    with pytest.raises(ValueError, match="donate_activations must be True or False"):
+        offload_mlir.backend(donate_activations=1)
