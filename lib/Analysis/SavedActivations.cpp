@@ -65,6 +65,15 @@ static std::string getIndividualKeptReason(Value value, Value root,
     return "not a ranked tensor";
   if (isHostTensorType(value.getType()))
     return "already in host memory";
+  for (Value storage : {value, root})
+    if (auto type = dyn_cast<RankedTensorType>(storage.getType());
+        type && type.getEncoding()) {
+      // The host copy's encoding is #offload.host: a sparse or other
+      // layout would be dropped on the way.
+      std::string text;
+      llvm::raw_string_ostream(text) << type.getEncoding();
+      return "encoding " + text + " has no host form";
+    }
   if (isa<BlockArgument>(value) && !isDonatedArgument(value))
     return "function argument";
   if (isa<BlockArgument>(root) && !isDonatedArgument(root))
@@ -93,12 +102,15 @@ mlir::offload::findSavedActivations(const TrainingStep &step,
 
   SmallVector<SavedActivation> result;
   SmallVector<Value> roots;
+  SmallVector<std::string> retypeBlockers = step.getRetypeBlockers();
   for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
     Value value = step.getSavedValue(i);
     roots.push_back(getStorageRoot(value));
     SavedActivation saved{i, value, getTensorSizeInBytes(value.getType())};
     saved.keptReason =
         getIndividualKeptReason(value, roots.back(), saved.bytes, options);
+    if (saved.keptReason.empty())
+      saved.keptReason = std::move(retypeBlockers[i]);
     result.push_back(std::move(saved));
   }
 

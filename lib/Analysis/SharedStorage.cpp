@@ -98,65 +98,25 @@ bool mlir::offload::shouldShareCopy(Value source, ArrayRef<Value> members) {
   return *sourceBytes <= memberBytes;
 }
 
-/// Whether every use of `function`'s symbol in its parent is a call, but for
-/// the training-step attributes of `forward`.
-static bool onlyCalled(FunctionOpInterface function, Operation *forward,
-                       SmallVectorImpl<CallOpInterface> &calls) {
-  std::optional<SymbolTable::UseRange> uses =
-      SymbolTable::getSymbolUses(function, function->getParentOp());
-  if (!uses)
-    return false;
-  for (const SymbolTable::SymbolUse &use : *uses) {
-    if (use.getUser() == forward &&
-        use.getSymbolRef() ==
-            forward->getAttr(OffloadDialect::kBackwardAttrName))
-      continue;
-    auto call = dyn_cast<CallOpInterface>(use.getUser());
-    // Per-argument attributes would go out of step with erased arguments.
-    if (!call || call.getArgAttrsAttr())
-      return false;
-    calls.push_back(call);
-  }
-  return true;
-}
-
 bool mlir::offload::canShrinkSavedInterface(const TrainingStep &step) {
-  FunctionOpInterface forward = step.getForward();
-  FunctionOpInterface backward = step.getBackward();
   SmallVector<CallOpInterface> forwardCalls, backwardCalls;
-  if (!onlyCalled(forward, forward, forwardCalls) ||
-      !onlyCalled(backward, forward, backwardCalls))
+  std::string why;
+  if (failed(step.getCalls(forwardCalls, backwardCalls, why)))
     return false;
-  auto callsBackward = [&](Operation *op) {
-    auto call = dyn_cast<CallOpInterface>(op);
-    if (!call)
+  // Per-argument attributes would go out of step with erased arguments.
+  for (CallOpInterface call : llvm::concat<CallOpInterface>(forwardCalls,
+                                                            backwardCalls))
+    if (call.getArgAttrsAttr())
       return false;
-    auto callee =
-        llvm::dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
-    return callee && callee.getLeafReference() == backward.getNameAttr();
-  };
-  unsigned numOutputs = step.getNumOutputs();
-  for (CallOpInterface call : forwardCalls) {
-    // offload-insert-offloads rebuilds the call with fewer results: one
-    // whose results carry attributes, or that has regions, stays as it is.
-    if (call->getNumResults() != forward.getNumResults() ||
+  // offload-insert-offloads rebuilds a call of forward with fewer results:
+  // one whose results carry attributes, or that has regions, stays as it is.
+  for (CallOpInterface call : forwardCalls)
+    if (call->getNumResults() != step.getForward().getNumResults() ||
         call->getNumRegions() != 0 || call.getResAttrsAttr())
       return false;
-    for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
-      for (OpOperand &use : call->getResult(numOutputs + i).getUses()) {
-        if (!callsBackward(use.getOwner()))
-          return false;
-        auto backwardCall = cast<CallOpInterface>(use.getOwner());
-        // It must be the backward argument of the same saved index.
-        OperandRange args = backwardCall.getArgOperands();
-        if (args.empty() ||
-            use.getOperandNumber() < args.getBeginOperandIndex() ||
-            use.getOperandNumber() - args.getBeginOperandIndex() != i)
-          return false;
-      }
-    }
-  }
-  return true;
+  // Each saved result a caller sees goes only to backward, in its place.
+  return llvm::all_of(step.getRetypeBlockers(),
+                      [](const std::string &why) { return why.empty(); });
 }
 
 SmallVector<SharedStorageCopy>

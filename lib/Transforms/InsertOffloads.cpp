@@ -41,12 +41,17 @@ using namespace mlir;
 using namespace mlir::offload;
 
 /// Why `value` cannot be offloaded at all, or an empty string.
-static StringRef getOffloadBlocker(Value value, Block &body) {
+static std::string getOffloadBlocker(Value value, Block &body) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type)
     return "it is not a ranked tensor";
   if (isHostTensorType(type))
     return "it is already in host memory";
+  if (type.getEncoding()) {
+    std::string text;
+    llvm::raw_string_ostream(text) << type.getEncoding();
+    return "its encoding " + text + " has no host form";
+  }
   if (auto arg = dyn_cast<BlockArgument>(value))
     return arg.getOwner() == &body && isDonatedArgument(arg)
                ? ""
@@ -173,13 +178,16 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
   forward.getAllResultAttrs(resultAttrs);
 
   SmallVector<unsigned> selected;
+  SmallVector<std::string> retypeBlockers = step.getRetypeBlockers();
   for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
     unsigned result = step.getSavedResultIndex(i);
     NamedAttrList attrs(resultAttrs[result]);
     if (!attrs.erase(OffloadDialect::kSelectedAttrName))
       continue;
     resultAttrs[result] = attrs.getDictionary(ctx);
-    StringRef blocker = getOffloadBlocker(step.getSavedValue(i), body);
+    std::string blocker = getOffloadBlocker(step.getSavedValue(i), body);
+    if (blocker.empty())
+      blocker = retypeBlockers[i];
     if (!blocker.empty())
       return forward.emitError()
              << "cannot offload saved result #" << result << ": " << blocker;

@@ -13,7 +13,9 @@ under several pipelines; the properties checked are:
 - no hang: offload-opt ends within `--timeout` seconds;
 - a failure is a diagnostic: a non-zero exit prints an `error:`;
 - a success re-verifies: the output parses and verifies again, and prints
-  back to the same text.
+  back to the same text. The passes run with --verify-each=false, so a pass
+  that leaves invalid IR is caught here, not stopped by the verifier between
+  passes.
 
 Everything follows from `--seed`: input `i` of seed `s` and its mutations are
 the same on every run. Pure Python 3 standard library.
@@ -271,6 +273,101 @@ def m_stamp(rng, lines):
                                     "{" + (attrs + ", " if attrs else "") + stamp + "}", 1)
 
 
+def _signature(lines: list[str], name: str) -> tuple[list[str], list[str]] | None:
+    """The argument and result types of function `name`, or None."""
+    head = next((i for i, line in enumerate(lines)
+                 if line.strip().startswith(f"func.func @{name}(")), None)
+    if head is None:
+        return None
+    end = head
+    while end < len(lines) and not lines[end].rstrip().endswith("{"):
+        end += 1
+    header = " ".join(lines[head:end + 1])
+    header = re.sub(r"attributes \{.*\}\s*\{$", "{", header)
+    header = re.sub(r'loc\("[^"]*"\)', "", header)
+    args = re.findall(r"%[\w]+: (tensor<[^>]*>)", header)
+    results = re.search(r"->\s*\(?([^{]*?)\)?\s*\{$", header)
+    types = re.findall(r"tensor<[^>]*>", results.group(1)) if results else []
+    return args, types
+
+
+def _num_outputs(lines: list[str]) -> int | None:
+    for line in lines:
+        m = re.search(r"offload\.num_outputs = (\d+) : i64", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def m_driver(rng, lines):
+    """A driver function calls forward and hands its saved results to
+    backward; it may also read a saved result itself, or pass backward a
+    value of its own in a saved result's place."""
+    fwd, bwd, n = _signature(lines, "forward"), _signature(lines, "backward"), _num_outputs(lines)
+    if fwd is None or bwd is None or n is None:
+        return
+    (f_args, f_results), (b_args, _) = fwd, bwd
+    saved = f_results[n:]
+    if len(b_args) < len(saved) or not saved:
+        return
+    grads = b_args[len(saved):]
+    params = [f"%a{i}: {t}" for i, t in enumerate(f_args)] + \
+             [f"%g{i}: {t}" for i, t in enumerate(grads)]
+    body = [f"  func.func @fuzz_driver({', '.join(params)}) {{",
+            f"    %r:{len(f_results)} = func.call @forward({', '.join(f'%a{i}' for i in range(len(f_args)))})"
+            f" : ({', '.join(f_args)}) -> ({', '.join(f_results)})"]
+    saved_values = [f"%r#{n + i}" for i in range(len(saved))]
+    k = rng.randrange(len(saved))
+    variant = rng.choice(["plain", "reads-saved", "other-value"])
+    if variant == "reads-saved":
+        body.append(f'    "fuzz.sink"({saved_values[k]}) : ({saved[k]}) -> ()')
+    elif variant == "other-value":
+        body.append(f"    %other = tensor.empty() : {saved[k]}")
+        saved_values[k] = "%other"
+    args = saved_values + [f"%g{i}" for i in range(len(grads))]
+    body.append(f"    func.call @backward({', '.join(args)}) : ({', '.join(b_args)}) -> "
+                f"({', '.join(bwd[1])})" if bwd[1] else
+                f"    func.call @backward({', '.join(args)}) : ({', '.join(b_args)}) -> ()")
+    body += ["    func.return", "  }"]
+    lines[len(lines) - 2:len(lines) - 2] = body
+
+
+def m_func_constant(rng, lines):
+    """A func.constant names forward (or backward): a use that is not a
+    call, so their types cannot change."""
+    name = rng.choice(["forward", "backward"])
+    sig = _signature(lines, name)
+    if sig is None:
+        return
+    ty = f"({', '.join(sig[0])}) -> ({', '.join(sig[1])})"
+    lines[len(lines) - 2:len(lines) - 2] = [
+        f"  func.func @fuzz_constant() -> ({ty}) {{",
+        f"    %f = func.constant @{name} : {ty}",
+        f"    func.return %f : {ty}", "  }"]
+
+
+def m_encoding(rng, lines):
+    """Every tensor of one type in the module gets an encoding of its own
+    (which no host copy can carry), so saved values mix encodings."""
+    types = sorted({t for line in lines for t in re.findall(r"tensor<[\dx]+\w+>", line)})
+    if types:
+        t = rng.choice(types)
+        enc = t[:-1] + ', "fuzz">'
+        for i, line in enumerate(lines):
+            lines[i] = line.replace(t, enc)
+
+
+def m_nested_module(rng, lines):
+    """The step moves into a nested module (the passes plan top-level steps
+    only; trace-to-calls declares callees where the calls resolve them)."""
+    top = next((i for i, line in enumerate(lines) if line.startswith("module {")), None)
+    end = max((i for i, line in enumerate(lines) if line.startswith("}")), default=None)
+    if top is None or end is None:
+        return
+    lines.insert(end, "}")
+    lines.insert(top + 1, "module @fuzz_nested {")
+
+
 MUTATIONS = {
     "unknown-sink": m_unknown_sink, "unknown-op": m_unknown_op,
     "unknown-region": m_unknown_region, "unknown-barrier": m_unknown_barrier,
@@ -279,13 +376,16 @@ MUTATIONS = {
     "call": m_call, "no-terminator": m_no_terminator, "graph-region": m_graph_region,
     "swap": m_swap, "delete": m_delete, "num-outputs": m_num_outputs,
     "backward-ref": m_backward_ref, "dynamic-dim": m_dynamic_dim, "stamp": m_stamp,
+    "driver": m_driver, "func-constant": m_func_constant, "encoding": m_encoding,
+    "nested-module": m_nested_module,
 }
 # Mostly mutations that keep the step valid, so the passes get deep.
 WEIGHTS = {"unknown-sink": 6, "unknown-op": 6, "unknown-region": 4, "unknown-barrier": 4,
            "unknown-reads-saved": 3,
            "in-place": 6, "keep": 2, "element-type": 3, "call": 3, "no-terminator": 1,
            "graph-region": 1, "swap": 2, "delete": 1, "num-outputs": 1, "backward-ref": 1,
-           "dynamic-dim": 1, "stamp": 3}
+           "dynamic-dim": 1, "stamp": 3, "driver": 3, "func-constant": 1, "encoding": 2,
+           "nested-module": 1}
 
 
 def mutate_step(seed: int, index: int) -> tuple[str, list[str]]:
@@ -397,7 +497,8 @@ def _run(cmd: list[str], timeout: float) -> tuple[int | None, str, str]:
 def check_run(opt: str, path: str, args: list[str], timeout: float) -> tuple[str, str | None]:
     """Runs offload-opt on `path`: ("transformed" or "diagnosed", None) when
     the properties hold, else ("broken", the property it breaks)."""
-    base = [opt, path, "-allow-unregistered-dialect", "--mlir-print-op-on-diagnostic=false"]
+    base = [opt, path, "-allow-unregistered-dialect", "--mlir-print-op-on-diagnostic=false",
+            "--verify-each=false"]
     status, out, err = _run(base + args, timeout)
     if status is None:
         return "broken", f"hang: no exit within {timeout:g} s"

@@ -86,22 +86,22 @@ func.func @views_share_one_copy_backward(%q: tensor<256x256xf32>, %k: tensor<256
 
 // -----
 
-// The same step with a driver that hands the saved views to backward in
-// another order: the step's interface cannot shrink (the driver would see
-// it), so each view keeps its own copy, and plan=hidden finds none of the
-// three copies hidden.
-// HIDDEN-LABEL: offload report: @driver_reorders_views_forward -> @driver_reorders_views_backward
+// The same step with a driver whose call of backward carries argument
+// attributes: the step's interface cannot shrink (the attributes would go
+// out of step with the arguments), so each view keeps its own copy, and
+// plan=hidden finds none of the three copies hidden.
+// HIDDEN-LABEL: offload report: @driver_annotates_arguments_forward -> @driver_annotates_arguments_backward
 // HIDDEN: 2  aten.slice.Tensor "q" {{.*}} kept: plan: its copy cannot be hidden under compute
 // HIDDEN: total: offloaded 0 values, 0 B; kept 3 values, 768.0 KiB
-// SYNC-LABEL: func.func @driver_reorders_views_forward
+// SYNC-LABEL: func.func @driver_annotates_arguments_forward
 // SYNC-SAME: -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32, #offload.host>, tensor<256x256xf32, #offload.host>, tensor<256x256xf32, #offload.host>)
 // SYNC-COUNT-3: offload.offload_to_cpu
-// SYNC-LABEL: func.func @driver_reorders_views_backward
+// SYNC-LABEL: func.func @driver_annotates_arguments_backward
 // SYNC-COUNT-3: offload.load_to_gpu
 // SYNC-NOT: offload.rebuilt_view
-func.func @driver_reorders_views_forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>)
+func.func @driver_annotates_arguments_forward(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>)
     -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
-    attributes {offload.backward = @driver_reorders_views_backward, offload.num_outputs = 2 : i64} {
+    attributes {offload.backward = @driver_annotates_arguments_backward, offload.num_outputs = 2 : i64} {
   %huge = trace.op "aten.repeat.default"(%a) {node = "huge"} : (tensor<1024x1024xf32>) -> tensor<4096x4096xf32>
   %r = trace.op "aten.sum.dim_IntList"(%huge) {node = "r"} : (tensor<4096x4096xf32>) -> tensor<256x256xf32>
   %x2 = trace.op "aten.add.Tensor"(%x, %r) {node = "x2"} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
@@ -114,7 +114,7 @@ func.func @driver_reorders_views_forward(%x: tensor<256x256xf32>, %w: tensor<256
   %big = trace.op "aten.mm.default"(%a, %a) {node = "big"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %o, %big, %q, %k, %v : tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>
 }
-func.func @driver_reorders_views_backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor<256x256xf32>,
+func.func @driver_annotates_arguments_backward(%q: tensor<256x256xf32>, %k: tensor<256x256xf32>, %v: tensor<256x256xf32>,
                     %g: tensor<256x256xf32>, %gb: tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>) {
   %d = trace.op "aten.mm.default"(%gb, %gb) {node = "d"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   %a = trace.op "aten.mul.Tensor"(%g, %v) {node = "a"} : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
@@ -124,9 +124,10 @@ func.func @driver_reorders_views_backward(%q: tensor<256x256xf32>, %k: tensor<25
 }
 func.func @driver(%x: tensor<256x256xf32>, %w: tensor<256x768xf32>, %a: tensor<1024x1024xf32>,
                   %g: tensor<256x256xf32>) -> tensor<256x256xf32> {
-  %o, %big, %q, %k, %v = call @driver_reorders_views_forward(%x, %w, %a) : (tensor<256x256xf32>, tensor<256x768xf32>, tensor<1024x1024xf32>)
+  %o, %big, %q, %k, %v = call @driver_annotates_arguments_forward(%x, %w, %a) : (tensor<256x256xf32>, tensor<256x768xf32>, tensor<1024x1024xf32>)
       -> (tensor<256x256xf32>, tensor<1024x1024xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>)
-  %c, %d = call @driver_reorders_views_backward(%k, %q, %v, %g, %big) : (tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>,
+  %c, %d = call @driver_annotates_arguments_backward(%q, %k, %v, %g, %big) {arg_attrs = [{}, {}, {}, {}, {test.arg}]}
+      : (tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>,
       tensor<1024x1024xf32>) -> (tensor<256x256xf32>, tensor<1024x1024xf32>)
   return %c : tensor<256x256xf32>
 }

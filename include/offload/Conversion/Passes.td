@@ -44,7 +44,8 @@ def ConvertTraceToCalls : Pass<"convert-trace-to-calls", "ModuleOp"> {
     provides, so a traced step can be bufferized and lowered to LLVM like
     any other code, with the copies lowered to `offload_rt` calls.
 
-    One declaration is made per target and signature, named
+    One declaration is made per target and signature in each module that
+    holds traced ops (the nearest one, where the call resolves it), named
     `<target>_<n>` (`@aten.mm.default_0`); it carries the target in
     `trace.target`. The call keeps the FX node name and the non-tensor
     arguments (`trace.node`, `trace.args`, `trace.kwargs`,

@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Guarantees: no trace op is left; each became a func.call of a private
-// declaration whose type is the op's, with every attribute of the op kept on
+// declaration whose type is the op's, in the op's nearest module (a nested
+// module gets its own; a traced op under another kind of symbol table is an
+// error), with every attribute of the op kept on
 // the call (prefixed `trace.`), so the framework side can run the call and
 // the round trip loses nothing.
 //
@@ -18,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir {
@@ -78,15 +81,38 @@ void convertToCall(Operation *op, StringRef target, CalleeTable &callees) {
 struct ConvertTraceToCalls
     : public offload::impl::ConvertTraceToCallsBase<ConvertTraceToCalls> {
   void runOnOperation() override {
-    CalleeTable callees(getOperation());
+    // A call resolves its callee in its nearest symbol table, so each module
+    // (a nested one too) gets its own declarations.
+    llvm::MapVector<Operation *, std::unique_ptr<CalleeTable>> tables;
     SmallVector<Operation *> traced;
-    getOperation().walk([&](Operation *op) {
-      if (isa<trace::OpOp, trace::ViewOp>(op))
-        traced.push_back(op);
+    WalkResult result = getOperation().walk([&](Operation *op) {
+      if (!isa<trace::OpOp, trace::ViewOp>(op))
+        return WalkResult::advance();
+      Operation *table = SymbolTable::getNearestSymbolTable(op->getParentOp());
+      auto module = dyn_cast_or_null<ModuleOp>(table);
+      if (!module) {
+        InFlightDiagnostic diag =
+            op->emitError() << "cannot declare the callee of a traced op "
+                               "whose nearest symbol table is not a module";
+        if (table)
+          diag.attachNote(table->getLoc())
+              << "its nearest symbol table is '" << table->getName() << "'";
+        return WalkResult::interrupt();
+      }
+      std::unique_ptr<CalleeTable> &callees = tables[module];
+      if (!callees)
+        callees = std::make_unique<CalleeTable>(module);
+      traced.push_back(op);
+      return WalkResult::advance();
     });
-    for (Operation *op : traced)
+    if (result.wasInterrupted())
+      return signalPassFailure();
+    for (Operation *op : traced) {
+      auto module = cast<ModuleOp>(
+          SymbolTable::getNearestSymbolTable(op->getParentOp()));
       convertToCall(op, cast<offload::TracedOpInterface>(op).getTarget(),
-                    callees);
+                    *tables[module]);
+    }
   }
 };
 } // namespace

@@ -112,6 +112,10 @@ def test_inputs_cover_the_ir_contract():
         if description.startswith("storage"):
             storage.add(description.split()[1])
     assert "stamp" in applied
+    # The first round's cases: drivers that call the step (reading a saved
+    # value, or passing backward another), func.constant of a step function,
+    # saved values of mixed encodings, a step in a nested module.
+    assert {"driver", "func-constant", "encoding", "nested-module"} <= applied
     assert storage == {"same-twice", "two-views", "view-source"}
     flat = [" ".join(args) for args in fuzz_steps.STEP_PIPELINES]
     assert any("--offload-plan" in p and "--canonicalize --cse" in p for p in flat)

@@ -29,6 +29,15 @@ LogicalResult mlir::offload::verifyCopyTypes(Operation *op, Type source,
     return op->emitOpError()
            << "result " << result
            << " must have the shape and element type of source " << source;
+  // A host tensor's encoding is #offload.host, so a device tensor with an
+  // encoding of its own (a sparse layout) would lose it on the way.
+  for (Type type : {source, result})
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && tensor.getEncoding() && !isHostTensorType(tensor))
+      return op->emitOpError()
+             << "copies " << type
+             << ", whose encoding has no host form (a host tensor's "
+                "encoding is #offload.host)";
   if (auto buffer = dyn_cast<MemRefType>(res);
       buffer && !buffer.getLayout().isIdentity())
     return op->emitOpError() << "result " << result

@@ -25,8 +25,8 @@ bool TrainingStep::isForward(Operation *op) {
 /// Checks what the passes assume of a function's body: one block, in a region
 /// with SSA dominance (a graph region may hold cyclic uses, which the passes'
 /// walks up use-def chains would follow forever), ending in a return-like
-/// terminator with one operand per function result (the passes read the
-/// saved values off it).
+/// terminator with one operand of each function result's type (the passes
+/// read the saved values off it).
 static LogicalResult requirePassableBody(FunctionOpInterface func,
                                          StringRef role) {
   if (func.isExternal())
@@ -58,6 +58,18 @@ static LogicalResult requirePassableBody(FunctionOpInterface func,
                             << "' returns " << last->getNumOperands()
                             << " values but its type has "
                             << func.getNumResults() << " results";
+  // The passes retype a saved result through the value returned for it
+  // (an async.func returns a tensor as an !async.value: no such link).
+  for (auto [i, operand, type] : llvm::enumerate(last->getOperandTypes(),
+                                                 func.getResultTypes()))
+    if (operand != type) {
+      InFlightDiagnostic diag = func.emitError()
+                                << role << " function '" << func.getName()
+                                << "' returns " << operand << " as result #"
+                                << i << " but its type has " << type;
+      diag.attachNote(last->getLoc()) << "returned here";
+      return diag;
+    }
   return success();
 }
 
@@ -162,6 +174,117 @@ BlockArgument TrainingStep::getBackwardArgument(unsigned i) const {
   return backward.getArgument(i);
 }
 
+/// Whether `call` calls `callee` (by a symbol whose leaf is its name).
+static bool isCallOf(CallOpInterface call, FunctionOpInterface callee) {
+  auto ref =
+      llvm::dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
+  return ref && ref.getLeafReference() == callee.getNameAttr();
+}
+
+/// Collects the calls of `function` into `calls`; fails with why in `why`
+/// on a use that is not a call, but for forward's `offload.backward`.
+static LogicalResult collectCalls(FunctionOpInterface function,
+                                  Operation *forward,
+                                  SmallVectorImpl<CallOpInterface> &calls,
+                                  std::string &why) {
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(function, function->getParentOp());
+  if (!uses) {
+    why = "the uses of '" + function.getName().str() +
+          "' cannot all be listed (an unregistered op may hold a symbol "
+          "table)";
+    return failure();
+  }
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    if (use.getUser() == forward &&
+        use.getSymbolRef() ==
+            forward->getAttr(OffloadDialect::kBackwardAttrName))
+      continue;
+    auto call = dyn_cast<CallOpInterface>(use.getUser());
+    if (!call || !isCallOf(call, function)) {
+      why = "'" + function.getName().str() + "' is used by '" +
+            use.getUser()->getName().getStringRef().str() +
+            "', not only called";
+      return failure();
+    }
+    calls.push_back(call);
+  }
+  return success();
+}
+
+LogicalResult
+TrainingStep::getCalls(SmallVectorImpl<CallOpInterface> &forwardCalls,
+                       SmallVectorImpl<CallOpInterface> &backwardCalls,
+                       std::string &why) const {
+  if (failed(collectCalls(forward, forward, forwardCalls, why)))
+    return failure();
+  return collectCalls(backward, forward, backwardCalls, why);
+}
+
+/// The position of `use` among the arguments of `call`, if it is one.
+static std::optional<unsigned> getArgumentPosition(CallOpInterface call,
+                                                   OpOperand &use) {
+  OperandRange args = call.getArgOperands();
+  unsigned begin = args.getBeginOperandIndex();
+  unsigned number = use.getOperandNumber();
+  if (args.empty() || number < begin || number >= begin + args.size())
+    return std::nullopt;
+  return number - begin;
+}
+
+SmallVector<std::string> TrainingStep::getRetypeBlockers() const {
+  unsigned numSaved = getNumSaved();
+  SmallVector<std::string> blockers(numSaved);
+  SmallVector<CallOpInterface> forwardCalls, backwardCalls;
+  std::string why;
+  if (failed(getCalls(forwardCalls, backwardCalls, why))) {
+    blockers.assign(numSaved, why);
+    return blockers;
+  }
+  auto block = [&](unsigned i, Operation *user, StringRef what) {
+    if (!blockers[i].empty())
+      return;
+    std::string where;
+    if (auto function = user->getParentOfType<FunctionOpInterface>())
+      where = " in '" + function.getName().str() + "'";
+    blockers[i] = (what + " ('" + user->getName().getStringRef() + "'" +
+                   where + ")")
+                      .str();
+  };
+  // A caller of forward may only hand saved value i to backward, as its
+  // argument i.
+  for (CallOpInterface call : forwardCalls) {
+    if (call->getNumResults() != forward.getNumResults())
+      continue;
+    for (unsigned i = 0; i < numSaved; ++i)
+      for (OpOperand &use : call->getResult(numOutputs + i).getUses()) {
+        auto user = dyn_cast<CallOpInterface>(use.getOwner());
+        std::optional<unsigned> position =
+            user && isCallOf(user, backward) ? getArgumentPosition(user, use)
+                                             : std::nullopt;
+        if (!position || *position >= numSaved)
+          block(i, use.getOwner(), "a caller of forward reads it");
+        else if (*position != i)
+          block(i, use.getOwner(),
+                "a caller of forward passes it to backward in saved result #" +
+                    std::to_string(numOutputs + *position) + "'s place");
+      }
+  }
+  // A call of backward passes argument i only from forward's saved value i.
+  for (CallOpInterface call : backwardCalls) {
+    OperandRange args = call.getArgOperands();
+    for (unsigned i = 0; i < numSaved && i < args.size(); ++i) {
+      auto result = dyn_cast<OpResult>(args[i]);
+      auto producer =
+          result ? dyn_cast<CallOpInterface>(result.getOwner()) : nullptr;
+      if (!producer || !isCallOf(producer, forward) ||
+          result.getResultNumber() != numOutputs + i)
+        block(i, call, "a call of backward passes another value for it");
+    }
+  }
+  return blockers;
+}
+
 void TrainingStep::dropSavedResults(const llvm::BitVector &dropped) const {
   FunctionOpInterface forward = getForward();
   FunctionOpInterface backward = getBackward();
@@ -170,6 +293,9 @@ void TrainingStep::dropSavedResults(const llvm::BitVector &dropped) const {
   for (unsigned result : dropped.set_bits())
     droppedArgs.set(result - numOutputs);
 
+  // Named: a range-for does not keep alive a temporary nested in its range
+  // expression.
+  SmallVector<unsigned> erasedArgs = llvm::to_vector(droppedArgs.set_bits());
   Operation *moduleOp = forward->getParentOp();
   if (std::optional<SymbolTable::UseRange> uses =
           SymbolTable::getSymbolUses(backward, moduleOp))
@@ -179,8 +305,7 @@ void TrainingStep::dropSavedResults(const llvm::BitVector &dropped) const {
       if (!call)
         continue;
       MutableOperandRange args = call.getArgOperandsMutable();
-      for (unsigned arg :
-           llvm::reverse(llvm::to_vector(droppedArgs.set_bits())))
+      for (unsigned arg : llvm::reverse(erasedArgs))
         args.erase(arg);
     }
   Operation *ret = getForwardReturn();

@@ -53,8 +53,10 @@ LogicalResult verifyHostBufferLayout(Operation *op, Type type);
 bool isContiguousMemRef(MemRefType type);
 
 /// Checks that a copy from `source` to `result` keeps the kind (tensor or
-/// buffer), shape and element type, and that a result buffer has an identity
-/// layout (it is a new allocation); emits the error on `op`.
+/// buffer), shape and element type, that a device tensor has no encoding (a
+/// host tensor's is #offload.host, so another would be dropped), and that a
+/// result buffer has an identity layout (it is a new allocation); emits the
+/// error on `op`.
 LogicalResult verifyCopyTypes(Operation *op, Type source, Type result);
 
 /// Bytes one element of type `element` occupies in a buffer: its bit width

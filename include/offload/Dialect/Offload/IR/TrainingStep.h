@@ -16,9 +16,12 @@
 #define OFFLOAD_DIALECT_OFFLOAD_IR_TRAININGSTEP_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/BitVector.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/BitVector.h"
+
+#include <string>
 
 namespace mlir {
 namespace offload {
@@ -29,7 +32,7 @@ public:
   /// and emits a diagnostic at the offending location on failure. With
   /// `requireBodies`, both functions must also have what the passes need: a
   /// single-block body in an SSACFG region (no graph region), ending in a
-  /// return-like terminator with one operand per result.
+  /// return-like terminator with one operand of each result's type.
   static FailureOr<TrainingStep> get(FunctionOpInterface forward,
                                      bool requireBodies = true);
 
@@ -54,6 +57,21 @@ public:
   unsigned getSavedResultIndex(unsigned i) const { return numOutputs + i; }
   /// The backward argument that receives saved result `i`.
   BlockArgument getBackwardArgument(unsigned i) const;
+
+  /// The calls of forward and of backward in the module. Fails, with why in
+  /// `why`, when a use of either symbol is not a call (a `func.constant`),
+  /// but for forward's `offload.backward`, or when the uses cannot all be
+  /// listed (an unregistered op may hold a symbol table).
+  LogicalResult getCalls(SmallVectorImpl<CallOpInterface> &forwardCalls,
+                         SmallVectorImpl<CallOpInterface> &backwardCalls,
+                         std::string &why) const;
+
+  /// Per saved value (by saved index): why it cannot become host resident,
+  /// or "". offload-insert-offloads retypes forward's result, backward's
+  /// argument and the calls of both; a caller that reads the value, passes
+  /// backward something else, or a use of the functions that is not a call
+  /// would no longer match.
+  SmallVector<std::string> getRetypeBlockers() const;
 
   /// Drops the saved results in `dropped` (indices among all forward
   /// results) from the step's interface: forward's return and results,
