@@ -106,6 +106,18 @@ func.func @group_copies_same_buffer_twice_without_release(%d: memref<4xf32>) {
 
 // -----
 
+// Without release_source nothing is freed, so two views of one base may
+// share a group.
+// CHECK-LABEL: func @group_copies_views_of_one_base_without_release
+func.func @group_copies_views_of_one_base_without_release(%d: memref<8xf32>) {
+  %v = memref.cast %d : memref<8xf32> to memref<?xf32>
+  %f:2 = offload.offload_group_start %d, %v : memref<8xf32>, memref<?xf32>
+      -> !offload.buffer_future<memref<8xf32, #offload.host>>, !offload.buffer_future<memref<?xf32, #offload.host>>
+  return
+}
+
+// -----
+
 // CHECK-LABEL: func @argument_future_waited_once
 func.func @argument_future_waited_once(%f: !offload.future<tensor<4xf32>>) -> tensor<4xf32> {
   %x = offload.wait %f : !offload.future<tensor<4xf32>>
