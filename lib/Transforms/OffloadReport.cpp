@@ -150,13 +150,25 @@ static void indexOps(Block &block, OpIndex &index) {
     index[&op] = next++;
 }
 
+static std::string describeOp(Operation *op) {
+  return op->getNumResults() ? describeProducer(op->getResult(0))
+                             : op->getName().getStringRef().str();
+}
+
+/// Where `op` is: its index among the function's top-level ops and what it
+/// is. An op nested in a region is at its top-level ancestor's index and
+/// named by the path down to it ("scf.for > arith.mulf").
 static Position positionOf(Operation *op, const OpIndex &index) {
   Position position;
-  if (!op)
-    return position;
-  position.index = index.lookup(op);
-  position.op = op->getNumResults() ? describeProducer(op->getResult(0))
-                                    : op->getName().getStringRef().str();
+  std::string path;
+  for (; op; op = op->getParentOp()) {
+    path = path.empty() ? describeOp(op) : describeOp(op) + " > " + path;
+    if (auto it = index.find(op); it != index.end()) {
+      position.index = it->second;
+      position.op = std::move(path);
+      return position;
+    }
+  }
   return position;
 }
 
