@@ -186,8 +186,12 @@ void HiddenSearch::loadsOf(unsigned c, SmallVectorImpl<Load> &loads) const {
   bound.appendLoads(planner.candidates[c].links, loads);
 }
 
-/// When the candidate's copies end at the earliest: its offload queued
-/// behind those kept, then its load, then the compute from its wait on.
+/// The least step with the candidate's copies added: its offload queued
+/// behind those kept, then its load, then the compute from its wait on; or
+/// an offload kept, queued behind it, and that one's load
+/// (OffloadQueue::delayedStepBound). Without the delay bound, a step whose
+/// D2H stream the kept offloads fill simulates each candidate left and drops
+/// it (docs/scaling.md#the-loads-a-candidate-delays).
 double HiddenSearch::copiesBound(unsigned c) const {
   const Candidate &candidate = planner.candidates[c];
   std::optional<double> offloaded =
@@ -201,6 +205,9 @@ double HiddenSearch::copiesBound(unsigned c) const {
                     model.getMinCopySeconds(PlannedCopy::Kind::Load,
                                             load.bytes) +
                     computeEnd - model.getComputeStart(load.wait));
+  if (std::optional<double> delayed =
+          queue.delayedStepBound(candidate.links, candidate.bytes))
+    result = std::max(result, *delayed);
   return result;
 }
 

@@ -479,6 +479,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         mode == PlanMode::Hidden
             ? FailureOr<SmallVector<unsigned>>(chooseHidden(planner, baseline))
             : chooseBudget(step, *model, planner, baseline, inflight);
+    numSimulations += planner.getNumSimulations();
+    if (synchronousPlanner)
+      numSimulations += synchronousPlanner->getNumSimulations();
     if (failed(chosen))
       return failure();
     markKept(step, planner, *chosen,

@@ -19,6 +19,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include <atomic>
 #include <cmath>
 #include <optional>
 
@@ -47,6 +48,8 @@ public:
   const StepModel &getModel() const { return model; }
   /// Whether the plans hoist their loads (offload-schedule-copies).
   bool isScheduled() const { return schedule; }
+  /// How many plans simulate() simulated.
+  unsigned getNumSimulations() const { return numSimulations.count; }
 
   SmallVector<Candidate> candidates;
 
@@ -54,6 +57,18 @@ private:
   const StepModel &model;
   bool schedule;
   int64_t maxInflight;
+  /// A count that the searches' parallel simulations share, and that copies
+  /// with the planner (the pass that holds one is copied).
+  struct Counter {
+    Counter() = default;
+    Counter(const Counter &other) : count(other.count.load()) {}
+    Counter &operator=(const Counter &other) {
+      count = other.count.load();
+      return *this;
+    }
+    std::atomic<unsigned> count{0};
+  };
+  mutable Counter numSimulations;
 };
 
 /// When the D2H copies of a simulated plan issued before each op position
@@ -77,10 +92,30 @@ public:
   /// The first op position a load of the plan is issued at.
   unsigned getFirstLoad() const { return firstLoad; }
 
+  /// A lower bound on the step with the copies of candidate `links`
+  /// (`bytes`) added, from the loads they delay: its offload ends no earlier
+  /// than earliestEnd says and each of its loads starts after it; the serial
+  /// H2D stream runs loads in the order of their waits (scheduleLoads), so
+  /// every load of the plan waited later runs after it, each taking at
+  /// least its shortest copy time, and the compute stream runs from that
+  /// load's wait to the end of the step. Nothing where the plan groups
+  /// copies (a group pays the latency once).
+  std::optional<double> delayedStepBound(ArrayRef<unsigned> links,
+                                         int64_t bytes) const;
+
 private:
+  void updateLoads(const CopyPlan &plan);
+
   const StepModel &model;
   SmallVector<double> endBefore;
   unsigned firstLoad = ~0u;
+  /// The plan's loads in the order of their waits: where each is waited,
+  /// the sum of the shortest copy times of those before it, and, over those
+  /// from it on, the most of that sum up to and with the load plus the
+  /// compute from its wait to the end of the step.
+  SmallVector<unsigned> loadWaits;
+  SmallVector<double> timeBefore, worstFrom;
+  bool grouped = false;
 };
 
 /// The bound rules a plan out if it exceeds `limit` by more than rounding:

@@ -431,6 +431,10 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kRecomputeMaxOps",
            "Most forward ops one recomputation may repeat">,
   ]);
+  let statistics = [
+    Statistic<"numSimulations", "simulations",
+              "Plans the searches simulated (whole-step simulations)">,
+  ];
 }
 
 def OffloadReport : Pass<"offload-report", "ModuleOp"> {
