@@ -177,8 +177,9 @@ class OffloadOptions:
     # graph) are donated to the step (`offload.donated`): the caller drops
     # them once the graph has run, so the planner may offload them like
     # intermediates. Code that keeps them (a list of hidden states, say) pays
-    # for a copy that frees nothing; False keeps every input.
-    donate_activations: bool = True
+    # for a copy that frees nothing, so it is opt-in; on the per-layer
+    # benchmark it changes no plan (docs/training-recipes.md#per-layer-compilation).
+    donate_activations: bool = False
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -892,7 +893,7 @@ def backend(
     inductor_config: Mapping[str, Any] | None = None,
     recompute: bool = True,
     prefetch: bool = False,
-    donate_activations: bool = True,
+    donate_activations: bool = False,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -924,10 +925,10 @@ def backend(
     layer say: each graph's first loads start during the backward graph that
     runs before it, over a lead and within memory the pipeline plans;
     `last_report()["pipeline"]["steps"][0]["prefetch"]` gives them), and
-    `donate_activations` (graph inputs that autograd made before the graph,
-    such as the layer before's output under per-layer compilation, may be
-    offloaded like intermediates, since the caller drops them; False keeps
-    every input, for code that holds on to its hidden states).
+    `donate_activations` (True: graph inputs that autograd made before the
+    graph, such as the layer before's output under per-layer compilation,
+    may be offloaded like intermediates, for code that drops them once the
+    graph has run; by default every input stays).
     """
     if plan is None:
         plan = "budget" if budget is not None else OffloadOptions.plan

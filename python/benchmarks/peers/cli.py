@@ -55,7 +55,9 @@ name of a row set stands for its rows, below):
                            own, as compile:per-layer=1, with each layer's first
                            loads started during the backward of the layer
                            after it (backend(prefetch=True); `across=0`: each
-                           layer planned alone)
+                           layer planned alone); `donate=1` lets graph
+                           inputs that are activations be offloaded
+                           (backend(donate_activations=True))
     compile:amb=X          torch.compile with that recompute budget alone (also
                            checkpoint-compile:amb=X, sac-compile:amb=X)
     compile:per-layer=1    each decoder layer compiled on its own (as torchtitan

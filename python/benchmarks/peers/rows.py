@@ -121,7 +121,7 @@ _FAMILIES = {
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
                                    "load_lead", "profile", "reuse_freed_buffers",
-                                   "checkpoint", "per-layer", "across")),
+                                   "checkpoint", "per-layer", "across", "donate")),
     # The peers' own packages (python/benchmarks/peer_wheels.sh); each row
     # says itself why where it cannot run.
     "deepspeed-cpu-ckpt": (False, False, ("partition",)),
@@ -175,7 +175,7 @@ def parse_row(spec: str) -> Row:
         elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
             raise ValueError(f"row {spec!r}: checkpoint= takes "
                              f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
-        elif key in ("partition", "per-layer", "across") and value.lower() not in (
+        elif key in ("partition", "per-layer", "across", "donate") and value.lower() not in (
                 "0", "1", "true", "false"):
             raise ValueError(f"row {spec!r}: {key}= takes 0 or 1, not {value!r}")
         options[key] = value
@@ -332,6 +332,9 @@ def _offload_mlir_backend(row: Row):
         # Each layer's first loads start during the backward of the layer
         # after it (across=0: each layer's graph planned alone).
         kw["prefetch"] = _flag(row, "across", "1")
+    # donate=1: graph inputs that are activations may be offloaded
+    # (backend(donate_activations=True)).
+    kw["donate_activations"] = _flag(row, "donate")
     return offload_mlir.backend(**kw)
 
 

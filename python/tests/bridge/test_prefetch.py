@@ -116,10 +116,11 @@ def _offloaded_inputs(reports):
     return [[name for name in r["offloaded"] if name.startswith("primals_")] for r in reports]
 
 
-def test_per_layer_compile_offloads_each_layers_input_the_layer_before_donates(offload_mlir):
+def test_per_layer_compile_offloads_each_layers_input_when_donated(offload_mlir):
     plain = _per_layer_grads("inductor")
     before = len(offload_mlir.reports())
-    grads = _per_layer_grads(offload_mlir.backend(min_bytes=0, plan="all"), steps=1)
+    grads = _per_layer_grads(offload_mlir.backend(min_bytes=0, plan="all",
+                                                  donate_activations=True), steps=1)
     assert all(torch.equal(a, b) for a, b in zip(plain, grads))
     # Layer 0's input is the user's batch (a leaf, kept); layers 1 and 2 get
     # the layer before's output, an activation the model's loop drops.
@@ -130,9 +131,9 @@ def test_per_layer_compile_offloads_each_layers_input_the_layer_before_donates(o
               and s["offloaded"]]
     assert inputs and all(s["type"] == "tensor<2x32x64xf32>" for s in inputs)
 
+    # By default every graph input stays.
     before = len(offload_mlir.reports())
-    kept = _per_layer_grads(offload_mlir.backend(min_bytes=0, plan="all",
-                                                 donate_activations=False), steps=1)
+    kept = _per_layer_grads(offload_mlir.backend(min_bytes=0, plan="all"), steps=1)
     assert all(torch.equal(a, b) for a, b in zip(plain, kept))
     reports = offload_mlir.reports()[before:]
     assert _offloaded_inputs(reports) == [[], []]
