@@ -201,10 +201,9 @@ offload_rt_context *createContext(offload_rt_backend backend, const char *op,
   offload_rt_options_init(&opts);
   opts.backend = backend;
   // Timing puts two events on the compute stream around every wait and
-  // makes every event a timing one; on the H100 training step that left
-  // the compute stream idle 0.6-0.9 ms longer (docs/benchmarks/peers/README.md,
-  // runs 28 and 29). So CUDA contexts time nothing unless OFFLOAD_RT_TIMING
-  // asks.
+  // makes every event a timing one, which leaves the compute stream idle
+  // longer (docs/benchmarks/peers/README.md). So CUDA contexts time nothing
+  // unless OFFLOAD_RT_TIMING asks.
   if (backend == OFFLOAD_RT_BACKEND_CUDA && !std::getenv("OFFLOAD_RT_TIMING"))
     opts.timing = 0;
   offload_rt_context *ctx = nullptr;

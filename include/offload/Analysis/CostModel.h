@@ -53,8 +53,7 @@ struct DeviceProfile {
   /// Time a memory-bound kernel (OpCost::memoryBound) runs longer per
   /// second a copy transfers beside it, per copy stream: copies share the
   /// device memory's bandwidth with it. Compute-bound kernels lose nothing
-  /// measurable (H100: 0 beside GEMMs and attention, 0.017-0.018 beside
-  /// adds and Inductor's fused kernels). 0 unless measured
+  /// measurable (docs/calibrate.md). 0 unless measured
   /// (`python -m offload_mlir.calibrate`).
   double copyInterference = 0;
 

@@ -438,8 +438,8 @@ private:
   llvm::DenseMap<Operation *, unsigned> positions;
   /// The arrays simulate() fills, kept between calls: at 100k ops they are
   /// megabytes, and allocating them afresh for each of the planner's
-  /// simulations cost a quarter of its time in page faults. Shared by
-  /// copies of the model; safe for concurrent simulations.
+  /// simulations costs page faults (docs/scaling.md). Shared by copies of
+  /// the model; safe for concurrent simulations.
   std::shared_ptr<SimulationScratchPool> scratchPool;
   /// Per position (and numOps), the last position before it whose op a copy
   /// start or wait may not cross, or -1.

@@ -159,25 +159,21 @@ inline constexpr PlanMode kPlan = PlanMode::All;
 inline constexpr int64_t kPipelineMinBytes = 1 << 20;
 inline constexpr PlanMode kPipelinePlan = PlanMode::Hidden;
 /// `max-slowdown` of plan=hidden: none, so "hidden" means what the model
-/// hides entirely. On the H100 a plan allowed 1% kept a copy whose predicted
-/// 1.76 ms stall was measured at 1.77 ms, for 0.09 GiB more off the peak.
+/// hides entirely; a predicted stall is a real one
+/// (docs/benchmarks/peers/README.md).
 inline constexpr double kMaxSlowdown = 0.0;
 /// `max-interference` of plan=hidden: kernels slowed by copies beside them
-/// may cost at most 1% of the step (with the H100 profile's
-/// copy_interference of 0.018, about 2.9 GiB copied each way in a 180 ms
-/// step).
+/// may cost at most 1% of the step (docs/calibrate.md gives the measured
+/// copy_interference).
 inline constexpr double kMaxInterference = 0.01;
 /// `hidden-patience` of plan=hidden: the search stops after this many
 /// candidates in a row were simulated and dropped (0: never, exact first
-/// fit). Candidates come in decreasing size, and on the shipped examples,
-/// the bridge's bf16x8 step and the synthetic steps the plans are the same
-/// as exact first fit's, while a 30k-op step plans in 4.8 s instead of 38.7
-/// (docs/scaling.md).
+/// fit). Candidates come in decreasing size: the plans of the shipped and
+/// synthetic steps are exact first fit's, at a fraction of its compile time
+/// (docs/scaling.md#planhidden-with-the-scheduled-default-2026-11-24).
 inline constexpr unsigned kHiddenPatience = 64;
-/// `copy-margin` of plan=hidden: plan as if every copy took 5% longer. The
-/// model's forward ran 2.5% long on the H100 (58.6 against 57.1 ms), so a
-/// plan whose D2H queue the model ends just before forward does stalled
-/// there by about 1 ms; 5% is twice that error.
+/// `copy-margin` of plan=hidden: plan as if every copy took 5% longer, twice
+/// the error of the model's forward time (docs/benchmarks/peers/README.md).
 inline constexpr double kCopyMargin = 0.05;
 /// `schedule`: split the copies into start/wait and hoist the load starts.
 /// At the same plan it is what keeps the copies hidden under compute; a load
@@ -192,8 +188,8 @@ inline constexpr unsigned kRecomputeMaxOps = 32;
 /// `max-inflight-bytes`: 2 GiB.
 inline constexpr int64_t kMaxInflightBytes = int64_t(2) << 30;
 /// `coalesce-below`: scheduled copies smaller than this issued at one point
-/// move as one transfer; 0 never. Off until measured on the GPU through the
-/// compiled path.
+/// move as one transfer; 0 never. Off: grouping is not yet measured through
+/// the compiled path.
 inline constexpr int64_t kCoalesceBelow = 0;
 /// prefetch-lead: no loads start during another graph's backward.
 inline constexpr const char kPrefetchLead[] = "0";
