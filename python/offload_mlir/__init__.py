@@ -27,6 +27,7 @@ _LAZY = {
     "OffloadOptions": "bridge",
     "BridgeWarning": "bridge",
     "NothingOffloadedWarning": "bridge",
+    "PlanFarFromHintWarning": "bridge",
     "runtime_stats": "ops",
     "reset_runtime_stats": "ops",
 }

@@ -43,7 +43,8 @@ from .pin_order import installed_pass
 from .rebuild import RebuildError, rebuild_step
 
 __all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report", "reports",
-           "BridgeWarning", "NothingOffloadedWarning", "registered_backend", "__version__"]
+           "BridgeWarning", "NothingOffloadedWarning", "PlanFarFromHintWarning",
+           "registered_backend", "__version__"]
 
 __version__ = "0.2.0"
 
@@ -577,6 +578,67 @@ def _donated_primals(joint_inputs: Sequence[Any]) -> set[str]:
     return {f"primals_{i + 1}" for i in indices}
 
 
+class PlanFarFromHintWarning(UserWarning):
+    """A graph with dynamic shapes runs at a size far from the hint it was
+    planned at, where the plan may expose copies; the message says which."""
+
+
+# How far from its hint a size may run before the plan made at the hint is
+# flagged: 4x either way, where the cost model first predicts exposed copies
+# (docs/benchmarks/dynamic-hints/README.md) and an H200 measured 1.024x
+# (docs/benchmarks/variable-lengths-h200/README.md).
+FAR_FROM_HINT = 4.0
+
+
+def _symbolic_input_dims(gm: torch.fx.GraphModule) -> list[tuple[int, int, str, int]]:
+    """(input index, dim, symbol, hint) of each input size that is a plain
+    symbol of the graph Dynamo traced."""
+    dims = []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders):
+        value = node.meta.get("example_value")
+        if not isinstance(value, torch.Tensor):
+            continue
+        for d, size in enumerate(value.shape):
+            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                hint = size.node.hint
+                if isinstance(hint, int) and hint > 0:
+                    dims.append((i, d, str(size.node.expr), hint))
+    return dims
+
+
+def _flag_far_from_hint(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """`compiled`, warning once (PlanFarFromHintWarning) the first time it
+    runs with a symbolic size FAR_FROM_HINT or more away from its hint."""
+    dims = _symbolic_input_dims(gm)
+    if not dims:
+        return compiled
+    said = False
+
+    def check(args: Sequence[Any]) -> None:
+        nonlocal said
+        for i, d, symbol, hint in dims:
+            size = args[i].shape[d] if i < len(args) and isinstance(args[i], torch.Tensor) \
+                else None
+            if size is None or hint / FAR_FROM_HINT < size < hint * FAR_FROM_HINT:
+                continue
+            said = True
+            warnings.warn(
+                f"offload_mlir: a graph planned at {symbol}={hint} runs at {symbol}={size}, "
+                f"{max(size / hint, hint / size):.1f}x from its hint, where the plan may "
+                "expose copies; for lengths this spread, pad to a few bucket lengths and "
+                "compile with dynamic=False (docs/training-recipes.md#variable-sequence-lengths)",
+                PlanFarFromHintWarning, stacklevel=2)
+            return
+
+    # Dynamo calls what the backend returns with the graph's inputs.
+    def run(*args):
+        if not said:
+            check(args)
+        return compiled(*args)
+    return run
+
+
 class NothingOffloadedWarning(UserWarning):
     """A graph compiled with offloading on moved nothing; the message says why."""
 
@@ -980,7 +1042,8 @@ def backend(
         def compile():
             with _donating(example_inputs):
                 return compile_fx(gm, example_inputs, config_patches=patches)
-        return _compile_keeping_reports(key, compile, compile_inductor.options)
+        return _flag_far_from_hint(
+            _compile_keeping_reports(key, compile, compile_inductor.options), gm)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor

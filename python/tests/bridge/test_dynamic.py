@@ -75,3 +75,26 @@ def test_variable_lengths_offload_at_every_length(offload_mlir, mode):
     assert offload_mlir.last_report()["fallback"] is None
     first_dynamic = 24 if mode == "none" else 16
     assert hints[-1] and first_dynamic in hints[-1].values(), hints
+
+
+def test_a_length_far_from_the_hint_warns_once(offload_mlir):
+    import warnings
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    step = torch.compile(_model(), backend=offload_mlir.backend(min_bytes=0, plan="all"),
+                         dynamic=True)
+    far = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for length in (16, 40, 63, 60, 4):
+            step(*_batch(length, False)).backward()
+            far.append([str(w.message) for w in caught
+                        if issubclass(w.category, offload_mlir.PlanFarFromHintWarning)])
+            caught.clear()
+    (symbol, hint), = [(k, v) for k, v in offload_mlir.last_report()["size_hints"].items()
+                       if v == 16]
+    # Within 4x of the hint 16 nothing is said; 63 is 3.9x; 4 is 4x below:
+    # said once, naming the symbol, the hint and the size.
+    assert far[:4] == [[], [], [], []], far
+    assert len(far[4]) == 1 and f"planned at {symbol}=16 runs at {symbol}=4" in far[4][0]
