@@ -142,20 +142,54 @@ static void groupByKey(unsigned count, ArrayRef<unsigned> itemsInOrder,
     items[fill[keyOf(item)]++] = item;
 }
 
-SimulationResult StepModel::simulate(const CopyPlan &plan) const {
-  return simulate(plan, nullptr);
-}
+namespace mlir {
+namespace offload {
+/// One run of StepModel::simulate: the compute stream against the copy
+/// streams (runStreams), then the device bytes live swept in time order
+/// (the add*Events steps, sweepEvents).
+class StepSimulator {
+public:
+  StepSimulator(const StepModel &model, const CopyPlan &plan,
+                SimulationScratch &scratch)
+      : model(model), plan(plan), scratch(scratch),
+        numOps(model.ops.size()),
+        releaseAtWait(model.execution.release ==
+                      ExecutionModel::Release::AtWait) {}
 
-SimulationResult StepModel::simulate(
-    const CopyPlan &plan, SmallVectorImpl<int64_t> *liveAt,
-    SmallVectorImpl<int64_t> *afterRelease) const {
+  SimulationResult run(SmallVectorImpl<int64_t> *liveAt,
+                       SmallVectorImpl<int64_t> *afterRelease);
+
+private:
+  using Buffer = StepModel::Buffer;
+
+  void indexCopies();
+  ArrayRef<unsigned> issuedAt(unsigned pos) const;
+  ArrayRef<unsigned> waitedAt(unsigned pos) const;
+  void startPrefetchedLoads(CopyStreams &streams) const;
+  void runStreams();
+  double runOp(unsigned pos, double time, CopyStreams &streams);
+  SmallVector<int> getLastPositions() const;
+  void addBufferEvents();
+  void addLoadEvents();
+  void addNextGraphEvents();
+  size_t sweepEvents(SmallVectorImpl<int64_t> *liveAt,
+                     SmallVectorImpl<int64_t> *afterRelease);
+  void holdLiveAtLoadWaits(SmallVectorImpl<int64_t> &liveAt) const;
+  void markLiveAtPeak(size_t peakIndex);
+
+  const StepModel &model;
+  const CopyPlan &plan;
+  SimulationScratch &scratch;
+  unsigned numOps;
+  bool releaseAtWait;
   SimulationResult result;
-  unsigned numOps = ops.size();
-  result.exposedPerCopy.assign(plan.copies.size(), 0);
+};
+} // namespace offload
+} // namespace mlir
 
-  std::unique_ptr<SimulationScratch> scratch = scratchPool->acquire();
-  auto releaseScratch = llvm::make_scope_exit(
-      [&] { scratchPool->release(std::move(scratch)); });
+/// The copies issued and waited at each position, in the order the streams
+/// see them (by sequence).
+void StepSimulator::indexCopies() {
   SmallVector<unsigned> bySequence =
       llvm::to_vector(llvm::seq<unsigned>(0, plan.copies.size()));
   llvm::stable_sort(bySequence, [&](unsigned a, unsigned b) {
@@ -164,8 +198,7 @@ SimulationResult StepModel::simulate(
   groupByKey(
       numOps + 1, bySequence,
       [&](unsigned c) { return std::min(plan.copies[c].issuePos, numOps); },
-      scratch->issuedStart, scratch->issued);
-  bool releaseAtWait = execution.release == ExecutionModel::Release::AtWait;
+      scratch.issuedStart, scratch.issued);
   SmallVector<unsigned> waitedCopies;
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind == PlannedCopy::Kind::Load || releaseAtWait)
@@ -176,47 +209,74 @@ SimulationResult StepModel::simulate(
   groupByKey(
       numOps + 1, waitedCopies,
       [&](unsigned c) { return std::min(plan.copies[c].waitPos, numOps); },
-      scratch->waitedStart, scratch->waited);
-  auto issuedAt = [&](unsigned pos) {
-    return ArrayRef(scratch->issued)
-        .slice(scratch->issuedStart[pos],
-               scratch->issuedStart[pos + 1] - scratch->issuedStart[pos]);
-  };
-  auto waitedAt = [&](unsigned pos) {
-    return ArrayRef(scratch->waited)
-        .slice(scratch->waitedStart[pos],
-               scratch->waitedStart[pos + 1] - scratch->waitedStart[pos]);
-  };
+      scratch.waitedStart, scratch.waited);
+}
 
-  CopyStreams streams(plan, profileLatency, d2hBandwidth, h2dBandwidth,
-                      bothWaysBandwidth);
-  // The loads the backward graph before this one started: the link carried
-  // them over the lead, one after the other in stream order.
-  double leadLeft = execution.prefetchLead;
-  for (unsigned copy : getPrefetchedLoads(plan)) {
-    double seconds = leadLeft - profileLatency;
+ArrayRef<unsigned> StepSimulator::issuedAt(unsigned pos) const {
+  return ArrayRef(scratch.issued)
+      .slice(scratch.issuedStart[pos],
+             scratch.issuedStart[pos + 1] - scratch.issuedStart[pos]);
+}
+
+ArrayRef<unsigned> StepSimulator::waitedAt(unsigned pos) const {
+  return ArrayRef(scratch.waited)
+      .slice(scratch.waitedStart[pos],
+             scratch.waitedStart[pos + 1] - scratch.waitedStart[pos]);
+}
+
+/// The loads the backward graph before this one started: the link carried
+/// them over the lead, one after the other in stream order.
+void StepSimulator::startPrefetchedLoads(CopyStreams &streams) const {
+  double leadLeft = model.execution.prefetchLead;
+  for (unsigned copy : model.getPrefetchedLoads(plan)) {
+    double seconds = leadLeft - model.profileLatency;
     if (seconds <= 0)
       break;
     int64_t bytes = std::min<int64_t>(plan.copies[copy].bytes,
-                                      int64_t(seconds * h2dBandwidth));
+                                      int64_t(seconds * model.h2dBandwidth));
     streams.setAcrossBeforeIssue(copy, bytes);
-    leadLeft -= profileLatency + double(bytes) / h2dBandwidth;
+    leadLeft -= model.profileLatency + double(bytes) / model.h2dBandwidth;
   }
+}
+
+/// The op at `pos` from `time`: how long it runs. A memory-bound op runs
+/// longer by the share of copy transfer beside it (the streams run on
+/// meanwhile, but the added time is not charged again). Compute-bound ops
+/// (matmuls, attention) lose nothing measurable to the copies' memory
+/// traffic.
+double StepSimulator::runOp(unsigned pos, double time, CopyStreams &streams) {
+  double seconds = model.ops[pos].seconds;
+  result.computeSeconds += seconds;
+  if (model.copyInterference <= 0 || !model.ops[pos].memoryBound)
+    return seconds;
+  double transferred = streams.getTransferSeconds();
+  streams.run(time + seconds);
+  double slowdown =
+      model.copyInterference * (streams.getTransferSeconds() - transferred);
+  result.interferenceSeconds += slowdown;
+  return seconds + slowdown;
+}
+
+/// The compute stream runs the ops in order, issuing the copies of each
+/// position and stalling at its waits; fills the issue, start and end time
+/// of every position, the copies' ends and the stalls.
+void StepSimulator::runStreams() {
+  CopyStreams streams(plan, model.profileLatency, model.d2hBandwidth,
+                      model.h2dBandwidth, model.bothWaysBandwidth);
+  startPrefetchedLoads(streams);
   SmallVector<bool> deferred(plan.copies.size(), false);
-  for (unsigned copy : getDeferredOffloads(plan))
+  for (unsigned copy : model.getDeferredOffloads(plan))
     deferred[copy] = true;
-    SmallVectorImpl<double> &issueStart = scratch->issueStart,
-                          &opStart = scratch->opStart, &opEnd = scratch->opEnd;
-  issueStart.resize_for_overwrite(numOps + 1);
-  opStart.resize_for_overwrite(numOps + 1);
-  opEnd.resize_for_overwrite(numOps + 1);
+  scratch.issueStart.resize_for_overwrite(numOps + 1);
+  scratch.opStart.resize_for_overwrite(numOps + 1);
+  scratch.opEnd.resize_for_overwrite(numOps + 1);
   double time = 0;
   for (unsigned pos = 0; pos <= numOps; ++pos) {
     streams.run(time);
-    issueStart[pos] = time;
+    scratch.issueStart[pos] = time;
     for (unsigned copy : issuedAt(pos))
       streams.issue(copy, time);
-    if (pos == numForwardOps)
+    if (pos == model.numForwardOps)
       for (auto [copy, isDeferred] : llvm::enumerate(deferred))
         if (isDeferred)
           streams.settle(copy);
@@ -230,25 +290,10 @@ SimulationResult StepModel::simulate(
         time = streams.getEnd(copy);
       }
     }
-    opStart[pos] = time;
-    if (pos < numOps) {
-      double seconds = ops[pos].seconds;
-      if (copyInterference > 0 && ops[pos].memoryBound) {
-        // A memory-bound op runs longer by the share of copy transfer beside
-        // it (the streams run on meanwhile, but the added time is not
-        // charged again). Compute-bound ops (matmuls, attention) lose
-        // nothing measurable to the copies' memory traffic.
-        double transferred = streams.getTransferSeconds();
-        streams.run(time + seconds);
-        double slowdown =
-            copyInterference * (streams.getTransferSeconds() - transferred);
-        seconds += slowdown;
-        result.interferenceSeconds += slowdown;
-      }
-      time += seconds;
-      result.computeSeconds += ops[pos].seconds;
-    }
-    opEnd[pos] = time;
+    scratch.opStart[pos] = time;
+    if (pos < numOps)
+      time += runOp(pos, time, streams);
+    scratch.opEnd[pos] = time;
   }
   streams.run(kInf);
   result.copyEnd.resize(plan.copies.size());
@@ -258,13 +303,16 @@ SimulationResult StepModel::simulate(
     if (result.copyEnd[index] < kInf)
       result.stepSeconds = std::max(result.stepSeconds, result.copyEnd[index]);
   }
+}
 
-  // Liveness under the plan.
-  SmallVector<int> lastPos(buffers.size());
-  for (auto [id, buffer] : llvm::enumerate(buffers))
-    lastPos[id] = std::max(lastDirectUse[id], buffer.holdPos);
-  int lastForward = int(numForwardOps) - 1;
-  for (auto [l, link] : llvm::enumerate(links)) {
+/// Per buffer, the last position it is live in under the plan, offloads
+/// aside.
+SmallVector<int> StepSimulator::getLastPositions() const {
+  SmallVector<int> lastPos(model.buffers.size());
+  for (auto [id, buffer] : llvm::enumerate(model.buffers))
+    lastPos[id] = std::max(model.lastDirectUse[id], buffer.holdPos);
+  int lastForward = int(model.numForwardOps) - 1;
+  for (auto [l, link] : llvm::enumerate(model.links)) {
     if (link.buffer < 0)
       continue;
     bool readsForwardBuffer =
@@ -274,32 +322,36 @@ SimulationResult StepModel::simulate(
     if (readsForwardBuffer)
       lastPos[link.buffer] = std::max(lastPos[link.buffer], link.lastUse);
   }
-  // When each offloaded buffer may be released: once its copies are done,
-  // or (at their waits) in stream order.
-  SmallVector<double> offloadEnd(buffers.size(), -1);
-  SmallVector<int64_t> offloadEndOrder(buffers.size(), kAsyncOrder);
-  SmallVector<unsigned> offloadEndSlot(buffers.size(), kSlotNow);
+  return lastPos;
+}
+
+/// Each buffer's allocation and release. An offloaded buffer is released
+/// once its copies are done, or (at their waits) in stream order, if that
+/// is later than its last use.
+void StepSimulator::addBufferEvents() {
+  const SmallVectorImpl<double> &opStart = scratch.opStart,
+                                &opEnd = scratch.opEnd;
+  SmallVector<int> lastPos = getLastPositions();
+  struct Release {
+    double end = -1;
+    int64_t order = kAsyncOrder;
+    unsigned slot = kSlotNow;
+  };
+  SmallVector<Release> offloadRelease(model.buffers.size());
   for (auto [index, copy] : llvm::enumerate(plan.copies)) {
     if (copy.kind != PlannedCopy::Kind::Offload)
       continue;
-    double end = result.copyEnd[index];
-    int64_t order = kAsyncOrder;
-    unsigned slot = kSlotNow;
+    Release release{result.copyEnd[index]};
     if (releaseAtWait) {
-      slot = std::min(copy.waitPos, numOps);
-      end = opStart[slot];
-      order = orderBefore(slot);
+      release.slot = std::min(copy.waitPos, numOps);
+      release.end = opStart[release.slot];
+      release.order = orderBefore(release.slot);
     }
-    if (end > offloadEnd[copy.target]) {
-      offloadEnd[copy.target] = end;
-      offloadEndOrder[copy.target] = order;
-      offloadEndSlot[copy.target] = slot;
-    }
+    if (release.end > offloadRelease[copy.target].end)
+      offloadRelease[copy.target] = release;
   }
-
-  std::vector<MemoryEvent> &events = scratch->events;
-  events.clear();
-  for (auto [id, buffer] : llvm::enumerate(buffers)) {
+  std::vector<MemoryEvent> &events = scratch.events;
+  for (auto [id, buffer] : llvm::enumerate(model.buffers)) {
     if (buffer.bytes == 0)
       continue;
     if (buffer.persistent) {
@@ -313,29 +365,30 @@ SimulationResult StepModel::simulate(
     unsigned def = std::min<unsigned>(std::max(buffer.defPos, 0), numOps);
     // Backward's arguments exist when backward starts, before its first op
     // waits for anything.
-    double defined = buffer.backwardArgument ? issueStart[def] : opStart[def];
+    double defined =
+        buffer.backwardArgument ? scratch.issueStart[def] : opStart[def];
     events.push_back({defined, orderAt(def), buffer.bytes, int(id), def});
     int last = lastPos[id] < 0 ? int(def) : std::max(lastPos[id], int(def));
     unsigned lastOp = std::min<unsigned>(last, numOps);
-    double free = opEnd[lastOp];
-    int64_t order = orderAfter(lastOp);
-    unsigned slot = lastOp;
-    if (offloadEnd[id] > free) {
-      free = offloadEnd[id];
-      order = offloadEndOrder[id];
-      slot = offloadEndSlot[id];
-    }
-    events.push_back({free, order, -buffer.bytes, int(id), slot});
+    Release release{opEnd[lastOp], orderAfter(lastOp), lastOp};
+    if (offloadRelease[id].end > release.end)
+      release = offloadRelease[id];
+    events.push_back(
+        {release.end, release.order, -buffer.bytes, int(id), release.slot});
   }
-  // A load's destination lives until the last read of any link it carries
-  // (several, for a shared copy).
+}
+
+/// Each load's destination, from its issue (before the compute stream waits
+/// there, for it if it is also waited there) to the last read of any link
+/// it carries (several, for a shared copy). A load group's members share one
+/// device allocation, which the runtime frees with the last of them: each
+/// lives until the group's last read.
+void StepSimulator::addLoadEvents() {
   SmallVector<int> lastRead(plan.copies.size(), -1);
-  for (auto [l, link] : llvm::enumerate(links))
+  for (auto [l, link] : llvm::enumerate(model.links))
     if (plan.loadOf[l] >= 0)
       lastRead[plan.loadOf[l]] =
           std::max(lastRead[plan.loadOf[l]], link.lastUse);
-  // A load group's members share one device allocation, which the runtime
-  // frees with the last of them: each lives until the group's last read.
   for (auto [index, copy] : llvm::enumerate(plan.copies))
     if (copy.kind == PlannedCopy::Kind::Load && copy.groupLeader >= 0) {
       int groupLast = std::max({lastRead[index], int(copy.waitPos),
@@ -350,30 +403,44 @@ SimulationResult StepModel::simulate(
     if (copy.kind != PlannedCopy::Kind::Load || copy.bytes == 0)
       continue;
     unsigned issue = std::min(copy.issuePos, numOps);
-    // A load allocates its destination when it is issued, before the
-    // compute stream waits there (for it, if it is also waited there).
-    events.push_back({issueStart[issue], orderBefore(issue), copy.bytes,
-                      -int(index) - 1, issue});
+    scratch.events.push_back({scratch.issueStart[issue], orderBefore(issue),
+                              copy.bytes, -int(index) - 1, issue});
     unsigned last = std::max<int>(lastRead[index], copy.waitPos);
     last = std::min(last, numOps);
-    events.push_back({opEnd[last], orderAfter(last), -copy.bytes,
-                      -int(index) - 1, last});
+    scratch.events.push_back({scratch.opEnd[last], orderAfter(last),
+                              -copy.bytes, -int(index) - 1, last});
   }
-  // The graph before's deferred offloads hold up to prefetchBytes of their
-  // sources over the first prefetchLead seconds of forward.
-  if (std::optional<unsigned> end = getDeferredRelease()) {
-    events.push_back({0, -1, execution.prefetchBytes, kNextGraphOwner, 0});
-    events.push_back({opStart[*end], orderBefore(*end), -execution.prefetchBytes,
-                      kNextGraphOwner, *end});
+}
+
+/// The graph before's deferred offloads hold up to prefetchBytes of their
+/// sources over the first prefetchLead seconds of forward; the next graph's
+/// loads, started over the last prefetchLead seconds of backward, hold up
+/// to prefetchBytes until the step ends.
+void StepSimulator::addNextGraphEvents() {
+  int64_t bytes = model.execution.prefetchBytes;
+  if (std::optional<unsigned> end = model.getDeferredRelease()) {
+    scratch.events.push_back({0, -1, bytes, kNextGraphOwner, 0});
+    scratch.events.push_back({scratch.opStart[*end], orderBefore(*end), -bytes,
+                              kNextGraphOwner, *end});
   }
-  // The next graph's loads, started over the last prefetchLead seconds of
-  // backward, hold up to prefetchBytes until the step ends.
-  if (std::optional<unsigned> issue = getPrefetchIssue()) {
-    events.push_back({issueStart[*issue], orderBefore(*issue),
-                      execution.prefetchBytes, kNextGraphOwner, *issue});
-    events.push_back({opEnd[numOps], orderAfter(numOps),
-                      -execution.prefetchBytes, kNextGraphOwner, numOps});
+  if (std::optional<unsigned> issue = model.getPrefetchIssue()) {
+    scratch.events.push_back({scratch.issueStart[*issue], orderBefore(*issue),
+                              bytes, kNextGraphOwner, *issue});
+    scratch.events.push_back({scratch.opEnd[numOps], orderAfter(numOps),
+                              -bytes, kNextGraphOwner, numOps});
   }
+}
+
+/// The events in time order: the peak, and where asked, per position the
+/// most bytes live in it (what it starts with, and after each of its events)
+/// and per buffer released at an offload's wait the most bytes live in that
+/// position from the release on. Events come in position order, but for
+/// ties at one time (a release at a wait before an end of the op before):
+/// those count in the later position, which only overstates it. Returns the
+/// index of the peak's event.
+size_t StepSimulator::sweepEvents(SmallVectorImpl<int64_t> *liveAt,
+                                  SmallVectorImpl<int64_t> *afterRelease) {
+  std::vector<MemoryEvent> &events = scratch.events;
   llvm::stable_sort(events, [](const MemoryEvent &a, const MemoryEvent &b) {
     if (a.time != b.time)
       return a.time < b.time;
@@ -381,17 +448,13 @@ SimulationResult StepModel::simulate(
   });
   int64_t live = 0;
   size_t peakIndex = 0;
-  // Per position, the most bytes live in it: what it starts with, and after
-  // each of its events. Events come in position order, but for ties at one
-  // time (a release at a wait before an end of the op before): those count
-  // in the later position, which only overstates it.
   unsigned slot = 0;
   // The buffers released at this position's waits, for afterRelease.
   SmallVector<int> releasedHere;
   if (liveAt)
     liveAt->assign(numOps + 1, 0);
   if (afterRelease)
-    afterRelease->assign(buffers.size(), -1);
+    afterRelease->assign(model.buffers.size(), -1);
   for (auto [index, event] : llvm::enumerate(events)) {
     if ((liveAt || afterRelease) && event.slot != kSlotNow &&
         event.slot > slot) {
@@ -418,31 +481,39 @@ SimulationResult StepModel::simulate(
       peakIndex = index;
     }
   }
-  if (liveAt) {
+  if (liveAt)
     for (unsigned p = slot + 1; p <= numOps; ++p)
       (*liveAt)[p] = live;
-    // A model of the step before the copies are inserted (the planner's) has
-    // no position for a load's wait: the wait, and the releases its stall
-    // lets happen, count in the position of the op it precedes. So the
-    // positions after a load's wait, up to that op (past other copies and
-    // views, which offload-reorder-backward sinks to it), count what was
-    // live at the wait: a schedule made on the IR (offload-schedule-copies)
-    // never issues a copy between the two, where the planner could not.
-    for (unsigned p = 0; p < numOps; ++p) {
-      auto wait = dyn_cast<WaitOp>(ops[p].op);
-      if (!wait || !isLoadStart(wait.getFuture().getDefiningOp()))
-        continue;
-      for (unsigned q = p + 1; q <= numOps; ++q) {
-        (*liveAt)[q] = std::max((*liveAt)[q], (*liveAt)[p]);
-        if (q == numOps ||
-            !(isa<WaitOp>(ops[q].op) || isCopyStart(ops[q].op) ||
-              getViewSource(ops[q].op)))
-          break;
-      }
+  return peakIndex;
+}
+
+/// A model of the step before the copies are inserted (the planner's) has
+/// no position for a load's wait: the wait, and the releases its stall lets
+/// happen, count in the position of the op it precedes. So the positions
+/// after a load's wait, up to that op (past other copies and views, which
+/// offload-reorder-backward sinks to it), count what was live at the wait: a
+/// schedule made on the IR (offload-schedule-copies) never issues a copy
+/// between the two, where the planner could not.
+void StepSimulator::holdLiveAtLoadWaits(SmallVectorImpl<int64_t> &liveAt) const {
+  for (unsigned p = 0; p < numOps; ++p) {
+    auto wait = dyn_cast<WaitOp>(model.ops[p].op);
+    if (!wait || !isLoadStart(wait.getFuture().getDefiningOp()))
+      continue;
+    for (unsigned q = p + 1; q <= numOps; ++q) {
+      liveAt[q] = std::max(liveAt[q], liveAt[p]);
+      if (q == numOps ||
+          !(isa<WaitOp>(model.ops[q].op) || isCopyStart(model.ops[q].op) ||
+            getViewSource(model.ops[q].op)))
+        break;
     }
   }
-  result.liveAtPeak.assign(buffers.size(), false);
-  result.loadLiveAtPeak.assign(links.size(), false);
+}
+
+/// What is live at the peak, and the op running then.
+void StepSimulator::markLiveAtPeak(size_t peakIndex) {
+  const std::vector<MemoryEvent> &events = scratch.events;
+  result.liveAtPeak.assign(model.buffers.size(), false);
+  result.loadLiveAtPeak.assign(model.links.size(), false);
   for (size_t i = 0; i <= peakIndex && i < events.size(); ++i) {
     const MemoryEvent &event = events[i];
     if (event.owner == kNextGraphOwner)
@@ -453,8 +524,36 @@ SimulationResult StepModel::simulate(
       result.loadLiveAtPeak[plan.copies[-event.owner - 1].target] =
           event.delta > 0;
   }
-  auto it = llvm::upper_bound(ArrayRef(opStart).take_front(numOps),
-                              result.peakTime);
+  ArrayRef<double> opStart = scratch.opStart;
+  auto it = llvm::upper_bound(opStart.take_front(numOps), result.peakTime);
   result.peakPos = it == opStart.begin() ? 0 : (it - opStart.begin()) - 1;
-  return result;
+}
+
+SimulationResult StepSimulator::run(SmallVectorImpl<int64_t> *liveAt,
+                                    SmallVectorImpl<int64_t> *afterRelease) {
+  result.exposedPerCopy.assign(plan.copies.size(), 0);
+  indexCopies();
+  runStreams();
+  scratch.events.clear();
+  addBufferEvents();
+  addLoadEvents();
+  addNextGraphEvents();
+  size_t peakIndex = sweepEvents(liveAt, afterRelease);
+  if (liveAt)
+    holdLiveAtLoadWaits(*liveAt);
+  markLiveAtPeak(peakIndex);
+  return std::move(result);
+}
+
+SimulationResult StepModel::simulate(const CopyPlan &plan) const {
+  return simulate(plan, nullptr);
+}
+
+SimulationResult
+StepModel::simulate(const CopyPlan &plan, SmallVectorImpl<int64_t> *liveAt,
+                    SmallVectorImpl<int64_t> *afterRelease) const {
+  std::unique_ptr<SimulationScratch> scratch = scratchPool->acquire();
+  auto releaseScratch = llvm::make_scope_exit(
+      [&] { scratchPool->release(std::move(scratch)); });
+  return StepSimulator(*this, plan, *scratch).run(liveAt, afterRelease);
 }

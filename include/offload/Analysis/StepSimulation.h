@@ -452,6 +452,7 @@ private:
   CopyPlan planInIR;
 
   friend class StepModelBuilder;
+  friend class StepSimulator;
 };
 
 } // namespace offload
