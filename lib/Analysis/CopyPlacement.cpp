@@ -21,9 +21,12 @@
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Debug.h"
 
 #include <algorithm>
 #include <limits>
+
+#define DEBUG_TYPE "offload-copy-placement"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -216,6 +219,12 @@ SimulationResult StepModel::coalesceLoads(CopyPlan &plan,
   if (!any)
     return apart;
   SimulationResult together = simulate(grouped);
+  LLVM_DEBUG(llvm::dbgs() << "[copy-placement] load groups: peak "
+                          << together.peakBytes << " against "
+                          << apart.peakBytes << " apart; "
+                          << (together.peakBytes > apart.peakBytes ? "kept apart"
+                                                                   : "grouped")
+                          << "\n");
   if (together.peakBytes > apart.peakBytes)
     return apart;
   plan = std::move(grouped);
@@ -383,6 +392,9 @@ void StepModel::sinkOffloadWaits(CopyPlan &plan,
       plan.copies[sink.copy].waitPos = rank < count ? sink.to : sink.from;
     return simulate(plan).peakBytes <= peak;
   });
+  LLVM_DEBUG(llvm::dbgs() << "[copy-placement] offload waits: " << kept
+                          << " of " << sinks.size()
+                          << " sunk waits keep the peak of " << peak << "\n");
   for (auto [rank, sink] : llvm::enumerate(sinks))
     plan.copies[sink.copy].waitPos = rank < kept ? sink.to : sink.from;
 }
@@ -499,6 +511,9 @@ SimulationResult StepModel::scheduleLoads(CopyPlan &plan,
     if (!placeLoads(trial, loads, maxInflightBytes, liveAt, limit))
       break;
     SimulationResult result = simulate(trial);
+    LLVM_DEBUG(llvm::dbgs() << "[copy-placement] load placement " << attempt
+                            << ": peak " << result.peakBytes << " against "
+                            << peak << " (memory limit " << limit << ")\n");
     if (result.peakBytes <= peak) {
       plan = std::move(trial);
       return result;
@@ -506,5 +521,6 @@ SimulationResult StepModel::scheduleLoads(CopyPlan &plan,
     limit -= result.peakBytes - peak;
   }
   // Every load at its wait: the synchronous plan itself.
+  LLVM_DEBUG(llvm::dbgs() << "[copy-placement] loads stay at their waits\n");
   return synchronous;
 }
