@@ -69,6 +69,14 @@ private:
   }
   void addOp(Operation *op, bool backward);
   void estimateFused(Block &block);
+  void readProfile();
+  void estimateFusion(const TrainingStep &step);
+  void addForward(const TrainingStep &step);
+  SmallVector<int> addLinks(const TrainingStep &step);
+  llvm::SmallDenseSet<unsigned> addBackward(const TrainingStep &step);
+  void findUses();
+  void placeFirstUses(const llvm::SmallDenseSet<unsigned> &returnedLinks);
+  void findBarriersAndTimes();
 
   StepModel &model;
   const CostModel &costModel;
@@ -329,39 +337,35 @@ void StepModelBuilder::estimateFused(Block &block) {
   }
 }
 
-LogicalResult StepModelBuilder::build(const TrainingStep &step) {
+void StepModelBuilder::readProfile() {
   const DeviceProfile &profile = costModel.getProfile();
   model.profileLatency = profile.copyLatency;
   model.d2hBandwidth = profile.d2hBandwidth;
   model.h2dBandwidth = profile.h2dBandwidth;
   model.bothWaysBandwidth = profile.bothWaysBandwidth;
   model.copyInterference = profile.copyInterference;
+}
 
-  unsigned numSaved = step.getNumSaved();
-  model.links.resize(numSaved);
-  model.planInIR.offloaded.assign(numSaved, false);
-  model.planInIR.loadOf.assign(numSaved, -1);
-  model.planInIR.offloadOf.assign(numSaved, -1);
-
-  Block &forward = step.getForward().getFunctionBody().front();
-  Block &backward = step.getBackward().getFunctionBody().front();
-  if (model.execution.fuseMemoryBound) {
-    // A value saved twice is one buffer: backward's arguments for it read
-    // the same memory (and once offloaded as one copy, the same loaded
-    // value), so a fused kernel reads it once.
-    llvm::DenseMap<Value, BlockArgument> firstArgOf;
-    for (unsigned i = 0; i < numSaved; ++i) {
-      BlockArgument arg = step.getBackwardArgument(i);
-      auto [it, inserted] = firstArgOf.try_emplace(step.getSavedValue(i), arg);
-      if (!inserted)
-        sameSavedValue[arg] = it->second;
-    }
-    estimateFused(forward);
-    estimateFused(backward);
+/// With ExecutionModel::fuseMemoryBound: what fusion keeps out of device
+/// memory. A value saved twice is one buffer: backward's arguments for it
+/// read the same memory (and once offloaded as one copy, the same loaded
+/// value), so a fused kernel reads it once.
+void StepModelBuilder::estimateFusion(const TrainingStep &step) {
+  llvm::DenseMap<Value, BlockArgument> firstArgOf;
+  for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i) {
+    BlockArgument arg = step.getBackwardArgument(i);
+    auto [it, inserted] = firstArgOf.try_emplace(step.getSavedValue(i), arg);
+    if (!inserted)
+      sameSavedValue[arg] = it->second;
   }
+  estimateFused(step.getForward().getFunctionBody().front());
+  estimateFused(step.getBackward().getFunctionBody().front());
+}
 
-  // Forward: arguments are parameters and inputs, live all step; a donated
-  // one lives as long as the step reads it.
+/// Forward: arguments are parameters and inputs, live all step; a donated
+/// one lives as long as the step reads it. Its outputs live to its end.
+void StepModelBuilder::addForward(const TrainingStep &step) {
+  Block &forward = step.getForward().getFunctionBody().front();
   for (BlockArgument arg : forward.getArguments())
     refs[arg] = newBuffer(arg.getType(), -1, !isDonatedArgument(arg));
   for (Operation &op : forward.without_terminator())
@@ -371,14 +375,37 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   for (PlannedCopy &copy : model.planInIR.copies)
     if (copy.waitPos == kWaitAtForwardEnd)
       copy.waitPos = model.numForwardOps;
-
   Operation *ret = step.getForwardReturn();
   for (unsigned i = 0; i < step.getNumOutputs(); ++i)
     if (std::optional<Ref> ref = lookup(ret->getOperand(i)); ref && *ref >= 0)
       model.buffers[*ref].holdPos =
           std::max(model.buffers[*ref].holdPos, lastForward);
+}
+
+/// The device value a saved host copy was copied from.
+static Value getCopiedSource(Value saved) {
+  Value source = saved;
+  while (Operation *def = source.getDefiningOp()) {
+    if (auto wait = dyn_cast<WaitOp>(def))
+      source = wait.getFuture();
+    else if (isOffloadStart(def))
+      source = getStartedCopySource(source);
+    else if (auto offload = dyn_cast<OffloadToCpuOp>(def))
+      source = offload.getSource();
+    else
+      break;
+  }
+  return source;
+}
+
+/// The saved links: their buffers, the offloads the IR already has for
+/// them, and where the saved values may share copies, the copy each would
+/// share (planFor() predicts them so). Returns the offload of each link in
+/// getPlanInIR(), or -1.
+SmallVector<int> StepModelBuilder::addLinks(const TrainingStep &step) {
+  unsigned numSaved = step.getNumSaved();
   SmallVector<int> offloadOfLink(numSaved, -1);
-  // Where the saved values may share copies, planFor() predicts them so.
+  Block &forward = step.getForward().getFunctionBody().front();
   bool shrinkable = canShrinkSavedInterface(step);
   for (unsigned i = 0; i < numSaved; ++i) {
     Value saved = step.getSavedValue(i);
@@ -392,20 +419,8 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
       model.planInIR.offloaded[i] = true;
       model.planInIR.offloadOf[i] = it->second;
       offloadOfLink[i] = it->second;
-      // The saved value is the host copy; the model follows it back to the
-      // device value it was copied from.
-      Value source = saved;
-      while (Operation *def = source.getDefiningOp()) {
-        if (auto wait = dyn_cast<WaitOp>(def))
-          source = wait.getFuture();
-        else if (isOffloadStart(def))
-          source = getStartedCopySource(source);
-        else if (auto offload = dyn_cast<OffloadToCpuOp>(def))
-          source = offload.getSource();
-        else
-          break;
-      }
-      link.value = source;
+      // The saved value is the host copy; the model follows it back.
+      link.value = getCopiedSource(saved);
     } else if (isHostTensorType(saved.getType())) {
       link.buffer = -1;
     } else if (link.buffer >= 0 && shrinkable) {
@@ -416,9 +431,16 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
         link.copySource = saved;
     }
   }
+  return offloadOfLink;
+}
 
-  // Backward: saved arguments read their link, the others are new buffers
-  // (gradients of the outputs) that exist when backward starts.
+/// Backward: saved arguments read their link, the others are new buffers
+/// (gradients of the outputs) that exist when backward starts. What it
+/// returns lives to the end of the step. Returns the links it returns.
+llvm::SmallDenseSet<unsigned>
+StepModelBuilder::addBackward(const TrainingStep &step) {
+  Block &backward = step.getBackward().getFunctionBody().front();
+  unsigned numSaved = step.getNumSaved();
   int firstBackward = model.numForwardOps;
   for (BlockArgument arg : backward.getArguments()) {
     if (arg.getArgNumber() < numSaved) {
@@ -432,26 +454,24 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   for (Operation &op : backward.without_terminator())
     addOp(&op, true);
   int lastPos = int(model.ops.size()) - 1;
-  int endPos = int(model.ops.size());
-  Operation *backwardReturn = backward.getTerminator();
   llvm::SmallDenseSet<unsigned> returnedLinks;
-  for (Value operand : backwardReturn->getOperands()) {
+  for (Value operand : backward.getTerminator()->getOperands()) {
     std::optional<Ref> ref = lookup(operand);
     if (!ref || isHostTensorType(operand.getType()))
       continue;
     if (*ref >= 0) {
-      model.buffers[*ref].holdPos = std::max(model.buffers[*ref].holdPos, lastPos);
+      model.buffers[*ref].holdPos =
+          std::max(model.buffers[*ref].holdPos, lastPos);
     } else {
       model.links[-*ref - 1].lastUse = lastPos;
       returnedLinks.insert(-*ref - 1);
     }
   }
+  return returnedLinks;
+}
 
-  for (PlannedCopy &copy : model.planInIR.copies)
-    if (copy.kind == PlannedCopy::Kind::Load)
-      copy.dependsOn = offloadOfLink[copy.target];
-
-  // Uses, per buffer and per link.
+/// Uses, per buffer and per link.
+void StepModelBuilder::findUses() {
   model.lastDirectUse.assign(model.buffers.size(), -1);
   for (auto [pos, op] : llvm::enumerate(model.ops)) {
     for (Ref ref : op.uses) {
@@ -469,21 +489,24 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
   for (auto [buffer, pos] : lastForwardView)
     model.lastForwardRead[buffer] =
         std::max(model.lastForwardRead[buffer], pos);
+}
 
-  // Where offload-insert-loads will load each saved value: before the first
-  // op reading it after offload-reorder-backward has sunk its views. A view
-  // without effects sinks to its consumer (already a use of the link); one
-  // with effects stays above the first op whose effects do not commute with
-  // its own (see ReorderBackward.cpp; this assumes no two held views with
-  // effects conflict with each other, as no known dialect's views do). A
-  // view nobody reads, like a value only the return reads, stays at the end
-  // of backward.
+/// Where offload-insert-loads will load each saved value: before the first
+/// op reading it after offload-reorder-backward has sunk its views. A view
+/// without effects sinks to its consumer (already a use of the link); one
+/// with effects stays above the first op whose effects do not commute with
+/// its own (see ReorderBackward.cpp; this assumes no two held views with
+/// effects conflict with each other, as no known dialect's views do). A
+/// view nobody reads, like a value only the return reads, stays at the end
+/// of backward.
+void StepModelBuilder::placeFirstUses(
+    const llvm::SmallDenseSet<unsigned> &returnedLinks) {
+  int endPos = int(model.ops.size());
   auto moveFirstUseTo = [](StepModel::Link &link, int pos) {
     if (link.firstUse < 0 || pos < link.firstUse)
       link.firstUse = pos;
   };
   for (auto [l, view] : backwardViews) {
-    StepModel::Link &link = model.links[l];
     Operation *viewOp = model.ops[view].op;
     int stop = endPos;
     if (!isMemoryEffectFree(viewOp))
@@ -492,19 +515,21 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
           stop = pos;
           break;
         }
-    moveFirstUseTo(link, stop);
+    moveFirstUseTo(model.links[l], stop);
   }
   for (unsigned l : returnedLinks)
     moveFirstUseTo(model.links[l], endPos);
+}
 
-  // How far copies may move (see Effects.h): per position, the last op
-  // before it that a copy start or wait may not cross.
+/// How far copies may move (see Effects.h): per position, the last op
+/// before it that a copy start or wait may not cross; and when each op
+/// starts on the compute stream alone.
+void StepModelBuilder::findBarriersAndTimes() {
   model.lastCopyBarrier.assign(model.ops.size() + 1, -1);
   for (auto [pos, op] : llvm::enumerate(model.ops))
     model.lastCopyBarrier[pos + 1] =
         commutesWithTensorCopyStart(op.op) ? model.lastCopyBarrier[pos]
                                            : int(pos);
-
   model.startTimes.resize(model.ops.size() + 1);
   double time = 0;
   for (auto [pos, op] : llvm::enumerate(model.ops)) {
@@ -512,6 +537,26 @@ LogicalResult StepModelBuilder::build(const TrainingStep &step) {
     time += op.seconds;
   }
   model.startTimes.back() = time;
+}
+
+LogicalResult StepModelBuilder::build(const TrainingStep &step) {
+  readProfile();
+  unsigned numSaved = step.getNumSaved();
+  model.links.resize(numSaved);
+  model.planInIR.offloaded.assign(numSaved, false);
+  model.planInIR.loadOf.assign(numSaved, -1);
+  model.planInIR.offloadOf.assign(numSaved, -1);
+  if (model.execution.fuseMemoryBound)
+    estimateFusion(step);
+  addForward(step);
+  SmallVector<int> offloadOfLink = addLinks(step);
+  llvm::SmallDenseSet<unsigned> returnedLinks = addBackward(step);
+  for (PlannedCopy &copy : model.planInIR.copies)
+    if (copy.kind == PlannedCopy::Kind::Load)
+      copy.dependsOn = offloadOfLink[copy.target];
+  findUses();
+  placeFirstUses(returnedLinks);
+  findBarriersAndTimes();
   return success();
 }
 
