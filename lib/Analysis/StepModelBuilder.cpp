@@ -68,6 +68,16 @@ private:
       refs[result] = *ref;
   }
   void addOp(Operation *op, bool backward);
+  void recordCopy(Operation *op, unsigned pos, PlannedCopy::Kind kind,
+                  Value source, Value result);
+  void recordGroup(Operation *op, unsigned pos, PlannedCopy::Kind kind,
+                   ValueRange sources, ValueRange futures);
+  bool addCopyOp(Operation *op, unsigned pos);
+  void addView(Operation *op, Value source, unsigned pos, bool backward);
+  std::optional<Ref> lookupReusedStorage(Operation *op, OpResult result,
+                                         bool scatters) const;
+  void addRealOp(Operation *op, unsigned pos, StepModel::SimOp &simOp,
+                 bool scatters, bool generatorAllocates);
   void estimateFused(Block &block);
   void readProfile();
   void estimateFusion(const TrainingStep &step);
@@ -97,6 +107,155 @@ private:
 } // namespace offload
 } // namespace mlir
 
+/// Records the copy `op` (at `pos`) makes of `source` into `result` in
+/// getPlanInIR(): an offload of a forward buffer or a load of a saved link.
+void StepModelBuilder::recordCopy(Operation *op, unsigned pos,
+                                  PlannedCopy::Kind kind, Value source,
+                                  Value result) {
+  std::optional<Ref> ref = lookup(source);
+  if (!ref)
+    return;
+  PlannedCopy copy{kind, 0, getTensorSizeInBytes(source.getType()).value_or(0),
+                   pos};
+  if (kind == PlannedCopy::Kind::Offload) {
+    if (*ref < 0)
+      return;
+    copy.target = *ref;
+    // A synchronous offload is waited where it starts; a split one at its
+    // wait, or at the end of forward if it has none there.
+    copy.waitPos = isa<OffloadToCpuOp>(op) ? pos : kWaitAtForwardEnd;
+  } else {
+    if (*ref >= 0)
+      return;
+    copy.target = -*ref - 1;
+    copy.waitPos = pos;
+    // Filled in once the forward side is known (see build()).
+    copy.dependsOn = -1;
+    model.planInIR.loadOf[copy.target] = model.planInIR.copies.size();
+  }
+  copyOf[result] = model.planInIR.copies.size();
+  copy.sequence = model.planInIR.copies.size();
+  model.planInIR.copies.push_back(copy);
+  refs[result] = *ref;
+}
+
+/// The copies of a group, one per member, the first one leading.
+void StepModelBuilder::recordGroup(Operation *op, unsigned pos,
+                                   PlannedCopy::Kind kind, ValueRange sources,
+                                   ValueRange futures) {
+  int leader = -1;
+  for (auto [source, future] : llvm::zip_equal(sources, futures)) {
+    size_t before = model.planInIR.copies.size();
+    recordCopy(op, pos, kind, source, future);
+    if (model.planInIR.copies.size() == before)
+      continue;
+    if (leader < 0)
+      leader = before;
+    else
+      model.planInIR.copies.back().groupLeader = leader;
+  }
+}
+
+/// Records `op` (at `pos`) if it is a copy or a wait; returns whether it is.
+bool StepModelBuilder::addCopyOp(Operation *op, unsigned pos) {
+  using Kind = PlannedCopy::Kind;
+  if (auto offload = dyn_cast<OffloadToCpuOp>(op)) {
+    recordCopy(op, pos, Kind::Offload, offload.getSource(),
+               offload.getResult());
+  } else if (auto group = dyn_cast<OffloadGroupStartOp>(op)) {
+    recordGroup(op, pos, Kind::Offload, group.getSources(), group.getFutures());
+  } else if (auto group = dyn_cast<LoadGroupStartOp>(op)) {
+    recordGroup(op, pos, Kind::Load, group.getSources(), group.getFutures());
+  } else if (auto start = dyn_cast<OffloadStartOp>(op)) {
+    recordCopy(op, pos, Kind::Offload, start.getSource(), start.getFuture());
+  } else if (auto load = dyn_cast<LoadToGpuOp>(op)) {
+    recordCopy(op, pos, Kind::Load, load.getSource(), load.getResult());
+  } else if (auto start = dyn_cast<LoadStartOp>(op)) {
+    recordCopy(op, pos, Kind::Load, start.getSource(), start.getFuture());
+  } else if (auto wait = dyn_cast<WaitOp>(op)) {
+    alias(wait.getResult(), wait.getFuture());
+    auto it = copyOf.find(wait.getFuture());
+    if (it != copyOf.end()) {
+      // Inserting may grow the map and invalidate `it`: read it first.
+      unsigned index = it->second;
+      copyOf[wait.getResult()] = index;
+      model.planInIR.copies[index].waitPos = pos;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// A view aliases its source. Views are no real use, but the offload of a
+/// forward storage follows its views (offload-insert-offloads), and a
+/// backward view of a saved value may hold its load (see build()).
+void StepModelBuilder::addView(Operation *op, Value source, unsigned pos,
+                               bool backward) {
+  for (Value result : op->getResults())
+    alias(result, source);
+  if (std::optional<Ref> ref = lookup(source)) {
+    if (!backward && *ref >= 0)
+      lastForwardView[*ref] = pos;
+    else if (backward && *ref < 0)
+      backwardViews.push_back({unsigned(-*ref - 1), int(pos)});
+  }
+}
+
+/// The storage `result` of a real op writes: its init's where
+/// destination-passing style reuses it, its operand's for an in-place write,
+/// a scattered destination nothing else reads (Inductor reinplaces it, as
+/// long as it is this step's own temporary); none if it is new.
+std::optional<StepModel::Ref>
+StepModelBuilder::lookupReusedStorage(Operation *op, OpResult result,
+                                      bool scatters) const {
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  if (dps && result.getResultNumber() < dps.getNumDpsInits())
+    if (std::optional<Ref> ref =
+            lookup(dps.getDpsInitOperand(result.getResultNumber())->get()))
+      return ref;
+  if (std::optional<Ref> ref = lookup(getInPlaceSource(result)))
+    return ref;
+  if (scatters && result.getResultNumber() == 0 &&
+      op->getOperand(0).getType() == result.getType() &&
+      op->getOperand(0).hasOneUse())
+    if (std::optional<Ref> ref = lookup(op->getOperand(0));
+        ref && *ref >= 0 && !model.buffers[*ref].persistent &&
+        !model.buffers[*ref].backwardArgument)
+      return ref;
+  return std::nullopt;
+}
+
+/// A real op reads its operands (and what its regions capture) and defines
+/// new buffers, except where its results reuse a storage.
+void StepModelBuilder::addRealOp(Operation *op, unsigned pos,
+                                 StepModel::SimOp &simOp, bool scatters,
+                                 bool generatorAllocates) {
+  llvm::SmallSet<Ref, 8> seen;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands()) {
+      if (nested != op && operand.getParentRegion() &&
+          op->isProperAncestor(operand.getParentRegion()->getParentOp()))
+        continue;
+      if (std::optional<Ref> ref = lookup(operand);
+          ref && seen.insert(*ref).second)
+        simOp.uses.push_back(*ref);
+    }
+  });
+  for (OpResult result : op->getResults()) {
+    if (!isa<RankedTensorType>(result.getType()))
+      continue;
+    if (std::optional<Ref> ref = lookupReusedStorage(op, result, scatters)) {
+      refs[result] = *ref;
+      continue;
+    }
+    unsigned buffer = newBuffer(result, pos);
+    model.buffers[buffer].generatorAllocated = generatorAllocates;
+    simOp.defs.push_back(buffer);
+    refs[result] = buffer;
+  }
+}
+
 void StepModelBuilder::addOp(Operation *op, bool backward) {
   unsigned pos = model.ops.size();
   model.positions[op] = pos;
@@ -115,135 +274,12 @@ void StepModelBuilder::addOp(Operation *op, bool backward) {
     scatters = cost.scatters;
     generatorAllocates = cost.known && !cost.attention;
   }
-  auto recordCopy = [&](PlannedCopy::Kind kind, Value source, Value result) {
-    std::optional<Ref> ref = lookup(source);
-    if (!ref)
-      return;
-    PlannedCopy copy{kind, 0, getTensorSizeInBytes(source.getType()).value_or(0),
-                     pos};
-    if (kind == PlannedCopy::Kind::Offload) {
-      if (*ref < 0)
-        return;
-      copy.target = *ref;
-      // A synchronous offload is waited where it starts; a split one at its
-      // wait, or at the end of forward if it has none there.
-      copy.waitPos = isa<OffloadToCpuOp>(op) ? pos : kWaitAtForwardEnd;
-    } else {
-      if (*ref >= 0)
-        return;
-      copy.target = -*ref - 1;
-      copy.waitPos = pos;
-      // Filled in once the forward side is known (see build()).
-      copy.dependsOn = -1;
-      model.planInIR.loadOf[copy.target] = model.planInIR.copies.size();
-    }
-    copyOf[result] = model.planInIR.copies.size();
-    copy.sequence = model.planInIR.copies.size();
-    model.planInIR.copies.push_back(copy);
-    refs[result] = *ref;
-  };
-
-  // The copies of a group, one per member, the first one leading.
-  auto recordGroup = [&](PlannedCopy::Kind kind, ValueRange sources,
-                         ValueRange futures) {
-    int leader = -1;
-    for (auto [source, future] : llvm::zip_equal(sources, futures)) {
-      size_t before = model.planInIR.copies.size();
-      recordCopy(kind, source, future);
-      if (model.planInIR.copies.size() == before)
-        continue;
-      if (leader < 0)
-        leader = before;
-      else
-        model.planInIR.copies.back().groupLeader = leader;
-    }
-  };
-
-  if (auto offload = dyn_cast<OffloadToCpuOp>(op)) {
-    recordCopy(PlannedCopy::Kind::Offload, offload.getSource(),
-               offload.getResult());
-  } else if (auto group = dyn_cast<OffloadGroupStartOp>(op)) {
-    recordGroup(PlannedCopy::Kind::Offload, group.getSources(),
-                group.getFutures());
-  } else if (auto group = dyn_cast<LoadGroupStartOp>(op)) {
-    recordGroup(PlannedCopy::Kind::Load, group.getSources(),
-                group.getFutures());
-  } else if (auto start = dyn_cast<OffloadStartOp>(op)) {
-    recordCopy(PlannedCopy::Kind::Offload, start.getSource(), start.getFuture());
-  } else if (auto load = dyn_cast<LoadToGpuOp>(op)) {
-    recordCopy(PlannedCopy::Kind::Load, load.getSource(), load.getResult());
-  } else if (auto start = dyn_cast<LoadStartOp>(op)) {
-    recordCopy(PlannedCopy::Kind::Load, start.getSource(), start.getFuture());
-  } else if (auto wait = dyn_cast<WaitOp>(op)) {
-    alias(wait.getResult(), wait.getFuture());
-    auto it = copyOf.find(wait.getFuture());
-    if (it != copyOf.end()) {
-      // Inserting may grow the map and invalidate `it`: read it first.
-      unsigned index = it->second;
-      copyOf[wait.getResult()] = index;
-      model.planInIR.copies[index].waitPos = pos;
-    }
-  } else if (Value source = getViewSource(op)) {
-    for (Value result : op->getResults())
-      alias(result, source);
-    // Views are no real use, but the offload of a forward storage follows
-    // its views (offload-insert-offloads), and a backward view of a saved
-    // value may hold its load (see build()).
-    if (std::optional<Ref> ref = lookup(source)) {
-      if (!backward && *ref >= 0)
-        lastForwardView[*ref] = pos;
-      else if (backward && *ref < 0)
-        backwardViews.push_back({unsigned(-*ref - 1), int(pos)});
-    }
-  } else {
-    // A real op: it reads its operands (and what its regions capture) and
-    // defines new buffers, except where destination-passing style makes a
-    // result reuse its init.
-    llvm::SmallSet<Ref, 8> seen;
-    op->walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands()) {
-        if (nested != op && operand.getParentRegion() &&
-            op->isProperAncestor(operand.getParentRegion()->getParentOp()))
-          continue;
-        if (std::optional<Ref> ref = lookup(operand);
-            ref && seen.insert(*ref).second)
-          simOp.uses.push_back(*ref);
-      }
-    });
-    auto dps = dyn_cast<DestinationStyleOpInterface>(op);
-    for (OpResult result : op->getResults()) {
-      if (!isa<RankedTensorType>(result.getType()))
-        continue;
-      if (dps && result.getResultNumber() < dps.getNumDpsInits()) {
-        if (std::optional<Ref> ref =
-                lookup(dps.getDpsInitOperand(result.getResultNumber())->get())) {
-          refs[result] = *ref;
-          continue;
-        }
-      }
-      if (std::optional<Ref> ref = lookup(getInPlaceSource(result))) {
-        refs[result] = *ref; // An in-place write returns its operand's storage.
-        continue;
-      }
-      // A scatter into a destination nothing else reads is written in place
-      // (Inductor reinplaces it), as long as that destination is this
-      // step's own temporary.
-      if (scatters && result.getResultNumber() == 0 &&
-          op->getOperand(0).getType() == result.getType() &&
-          op->getOperand(0).hasOneUse())
-        if (std::optional<Ref> ref = lookup(op->getOperand(0));
-            ref && *ref >= 0 && !model.buffers[*ref].persistent &&
-            !model.buffers[*ref].backwardArgument) {
-          refs[result] = *ref;
-          continue;
-        }
-      unsigned buffer = newBuffer(result, pos);
-      model.buffers[buffer].generatorAllocated = generatorAllocates;
-      simOp.defs.push_back(buffer);
-      refs[result] = buffer;
-    }
+  if (!addCopyOp(op, pos)) {
+    if (Value source = getViewSource(op))
+      addView(op, source, pos, backward);
+    else
+      addRealOp(op, pos, simOp, scatters, generatorAllocates);
   }
-  (void)backward;
   model.ops.push_back(std::move(simOp));
 }
 
