@@ -1,6 +1,9 @@
 // RUN: offload-opt %s -split-input-file -offload-find-saved-activations="min-bytes=0" | FileCheck %s --check-prefix=FIND
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 plan=all" | FileCheck %s --check-prefix=ALL
 // RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 plan=all report=text" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %s -split-input-file --offload-activations="min-bytes=0 plan=all release=at-wait" \
+// RUN:   | offload-opt -split-input-file %{bufferize} --buffer-deallocation-pipeline %{lower} \
+// RUN:   | FileCheck %s --check-prefix=LLVM
 
 // A forward argument the caller donates (offload.donated: the activation a
 // layer receives from the layer before, when each layer is its own graph)
@@ -22,6 +25,12 @@
 // REPORT: offload report: @donated_layer_input_is_offloaded_forward
 // REPORT: 1  argument #0 {{ *}}tensor<4096xf32> {{ *}}16.0 KiB  #1 tensor.extract_slice
 // REPORT: argument #1 {{.*}}kept: function argument
+// The donated argument stays marked through bufferization (the verifier
+// takes it on a memref), and its offload lowers like an intermediate's, the
+// step releasing its device buffer.
+// LLVM-LABEL: llvm.func @donated_layer_input_is_offloaded_forward
+// LLVM: llvm.call @offload_rt_mlir_offload_start
+// LLVM: llvm.call @offload_rt_mlir_release_source
 func.func @donated_layer_input_is_offloaded_forward(
     %x: tensor<4096xf32> {offload.donated}, %w: tensor<4096xf32>)
     -> (tensor<4096xf32>, tensor<4096xf32>, tensor<1024xf32>, tensor<4096xf32>,

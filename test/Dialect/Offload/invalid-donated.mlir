@@ -7,7 +7,7 @@ func.func @donated_must_be_unit(%x: tensor<4xf32> {offload.donated = 1 : i64}) {
 
 // -----
 
-// expected-error @+1 {{expects 'offload.donated' on a ranked tensor argument of a function}}
+// expected-error @+1 {{expects 'offload.donated' on a ranked tensor or memref argument of a function}}
 func.func @donated_must_be_a_ranked_tensor(%x: f32 {offload.donated}) {
   return
 }

@@ -224,9 +224,10 @@ LogicalResult OffloadDialect::verifyRegionArgAttribute(Operation *op,
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || regionIndex != 0 ||
       argIndex >= function.getArgumentTypes().size() ||
-      !isa<RankedTensorType>(function.getArgumentTypes()[argIndex]))
+      !isa<RankedTensorType, MemRefType>(function.getArgumentTypes()[argIndex]))
     return op->emitOpError() << "expects '" << name
-                             << "' on a ranked tensor argument of a function";
+                             << "' on a ranked tensor or memref argument of a "
+                                "function";
   return success();
 }
 

@@ -38,7 +38,8 @@ def Offload_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kBackwardAttrName = "offload.backward";
     static constexpr ::llvm::StringLiteral kNumOutputsAttrName = "offload.num_outputs";
     static constexpr ::llvm::StringLiteral kKeepAttrName = "offload.keep";
-    /// On a tensor argument of forward: the caller keeps no reference to it
+    /// On a tensor argument of forward (a memref once bufferized): the
+    /// caller keeps no reference to it
     /// once the step starts (an activation of the graph before, when a model
     /// is compiled in several graphs). The step's own uses then decide how
     /// long its memory lives, so it may be offloaded like an intermediate.
