@@ -59,8 +59,8 @@ def pytest_configure(config):
                    "scripts/test.sh leaves these out unless given --all (CI runs them)")
 
 
-# The slow tests, by file (every test in it) or by file::test (every case of
-# it): end-to-end training in subprocesses, timed fuzz and property runs, the
+# The slow tests, by file (every test in it), by file::test (every case of
+# it) or by file::test[case]: end-to-end training in subprocesses, timed fuzz and property runs, the
 # wheel build. Marked here, in one place, rather than in each file.
 SLOW = (
     "tools/test_peers.py::test_cpu_rows_train_and_compare",
@@ -74,6 +74,18 @@ SLOW = (
     "tools/test_distributed.py",
     "tools/test_csan_plan.py",
     "bridge/test_backend.py::test_delayed_copies_and_poisoned_loads_stay_bit_identical",
+    # End-to-end compiles of 40 s and more each on two cores; the inner loop
+    # keeps the MLP's and the options' end-to-end runs.
+    "bridge/test_torch_ops.py::test_compiled_offload_and_load_match_eager_and_call_the_ops",
+    "bridge/test_backend.py::test_inductor_config_reaches_the_generated_code",
+    "bridge/test_backend.py::test_bit_identical_with_a_recompute_budget",
+    "bridge/test_backend.py::test_recompute_budget_option_and_recomputed_ops_in_the_report",
+    "bridge/test_backend.py::test_bit_identical_to_inductor_and_bytes_move[lm]",
+    "bridge/test_backend.py::test_bit_identical_to_inductor_and_bytes_move[conv]",
+    "bridge/test_backend.py::test_generated_code_issues_copies_where_the_ir_put_them",
+    "bridge/test_options.py::test_torch_compile_mode_is_applied_or_refused",
+    "bridge/test_prefetch.py::test_per_layer_compile_offloads_each_layers_input_when_donated",
+    "bridge/test_prefetch.py::test_per_layer_compile_starts_loads_in_the_graph_before_with_compiles_gradients",
     "bridge/test_backend.py::test_stress_run_catches_a_missing_wait",
     "bridge/test_aot_cache.py",
     "bridge/test_checkpoint.py",
@@ -88,5 +100,5 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         rel = os.path.relpath(str(item.path), tests_dir).replace(os.sep, "/")
         name = item.originalname if hasattr(item, "originalname") else item.name
-        if rel in SLOW or f"{rel}::{name}" in SLOW:
+        if rel in SLOW or f"{rel}::{name}" in SLOW or f"{rel}::{item.name}" in SLOW:
             item.add_marker(pytest.mark.slow)
