@@ -124,26 +124,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
           << maxRecompute;
       return signalPassFailure();
     }
-    // A new plan replaces the placements of any earlier one. It plans a
-    // step whose copies are not made yet: the peak without offload of a
-    // step with copies is not that of the step.
+    // A new plan replaces the placements of any earlier one.
     for (const TrainingStep &step : steps) {
-      for (FunctionOpInterface function :
-           {step.getForward(), step.getBackward()}) {
-        WalkResult copies = function.walk([](Operation *op) {
-          return isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp,
-                     OffloadGroupStartOp, LoadGroupStartOp>(op)
-                     ? WalkResult::interrupt()
-                     : WalkResult::advance();
-        });
-        if (copies.wasInterrupted()) {
-          function->emitError()
-              << "offload-plan plans a step before its copies are made, "
-                 "but this one already has copies; run it before "
-                 "offload-insert-offloads";
-          return signalPassFailure();
-        }
-      }
+      if (failed(checkNoCopies(step)))
+        return signalPassFailure();
       removePlacements(step.getForward());
       removePlacements(step.getBackward());
     }
@@ -151,6 +135,26 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       if (failed(planStepJointly(step, costModel, execution, mode,
                                  maxInflightBytes)))
         return signalPassFailure();
+  }
+
+  /// It plans a step whose copies are not made yet: the peak without offload
+  /// of a step with copies is not that of the step.
+  static LogicalResult checkNoCopies(const TrainingStep &step) {
+    for (FunctionOpInterface function :
+         {step.getForward(), step.getBackward()}) {
+      WalkResult copies = function.walk([](Operation *op) {
+        return isa<OffloadToCpuOp, LoadToGpuOp, OffloadStartOp, LoadStartOp,
+                   OffloadGroupStartOp, LoadGroupStartOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      });
+      if (copies.wasInterrupted())
+        return function->emitError()
+               << "offload-plan plans a step before its copies are made, "
+                  "but this one already has copies; run it before "
+                  "offload-insert-offloads";
+    }
+    return success();
   }
 
   /// What planStep predicts for a step, read from its `offload.planned`.
@@ -271,24 +275,11 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return a.peakBytes < b.peakBytes ||
              (a.peakBytes == b.peakBytes && a.stepSeconds < b.stepSeconds);
     };
-    // A grid over k, then a local search around the best point with
-    // halving steps.
-    size_t n = ranked.size();
-    constexpr size_t kGrid = 8;
-    size_t best = 0;
-    for (size_t i = 1; i <= kGrid; ++i)
-      if (size_t k = n * i / kGrid; better(k, best))
-        best = k;
-    for (size_t stride = std::max<size_t>(n / (2 * kGrid), 1);;
-         stride /= 2) {
-      size_t center = best;
-      if (center >= stride && better(center - stride, best))
-        best = center - stride;
-      if (center + stride <= n && better(center + stride, best))
-        best = center + stride;
-      if (stride == 1)
-        break;
-    }
+    size_t best = searchRecomputeCount(ranked.size(), better);
+    LLVM_DEBUG(llvm::dbgs() << "[offload-plan] recomputes the best " << best
+                            << " of " << ranked.size() << " candidates"
+                            << (predict(best).fits ? "" : " (none fits)")
+                            << "\n");
     // Nothing fits: the copies alone make the error's plan (recomputing
     // can raise a peak, where a recomputed value lives longer in backward
     // than its inputs would have).
@@ -305,7 +296,38 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return failure();
     if (chosen.empty())
       return success();
-    // The report sets the plan beside the step as it came.
+    recordUnplanned(forward, without);
+    return success();
+  }
+
+  /// How many of the ranked recompute candidates to take, of `n`: a grid
+  /// over the count, then a local search around the best point with halving
+  /// steps. `better(k, best)`: whether k's plan beats best's.
+  static size_t
+  searchRecomputeCount(size_t n,
+                       llvm::function_ref<bool(size_t, size_t)> better) {
+    constexpr size_t kGrid = 8;
+    size_t best = 0;
+    for (size_t i = 1; i <= kGrid; ++i)
+      if (size_t k = n * i / kGrid; better(k, best))
+        best = k;
+    for (size_t stride = std::max<size_t>(n / (2 * kGrid), 1);;
+         stride /= 2) {
+      size_t center = best;
+      if (center >= stride && better(center - stride, best))
+        best = center - stride;
+      if (center + stride <= n && better(center + stride, best))
+        best = center + stride;
+      if (stride == 1)
+        break;
+    }
+    return best;
+  }
+
+  /// The report sets the plan beside the step as it came, `without` its
+  /// recomputation.
+  void recordUnplanned(FunctionOpInterface forward,
+                       const SimulationResult &without) {
     auto planned =
         forward->getAttrOfType<DictionaryAttr>(OffloadDialect::kPlannedAttrName);
     NamedAttrList entries(planned);
@@ -316,7 +338,6 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
                 builder.getF64FloatAttr(without.stepSeconds));
     forward->setAttr(OffloadDialect::kPlannedAttrName,
                      entries.getDictionary(&getContext()));
-    return success();
   }
 
   /// The parsed `budget` option, for plan=budget.
