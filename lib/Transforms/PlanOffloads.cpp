@@ -175,27 +175,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     if (!recompute || !canShrinkSavedInterface(step))
       return planStep(step, costModel, execution, mode, inflight);
     FunctionOpInterface forward = step.getForward();
-    auto selectedName = StringAttr::get(&getContext(),
-                                        OffloadDialect::kSelectedAttrName);
-    SmallVector<unsigned> selected;
-    for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i)
-      if (forward.getResultAttr(step.getSavedResultIndex(i), selectedName))
-        selected.push_back(i);
-    SmallVector<RecomputeCandidate, 0> candidates = findRecomputeCandidates(
-        step, *nominalCostModel, selected, recomputeMaxOps);
+    SmallVector<RecomputeCandidate, 0> candidates;
+    SmallVector<unsigned> ranked = rankRecomputes(step, candidates);
     if (candidates.empty())
       return planStep(step, costModel, execution, mode, inflight);
-    // Bytes freed per second of recomputation, most first.
-    SmallVector<unsigned> order =
-        llvm::to_vector(llvm::seq<unsigned>(0, candidates.size()));
-    auto rate = [&](unsigned c) {
-      return double(candidates[c].bytes) /
-             std::max(candidates[c].seconds, 1e-12);
-    };
-    llvm::stable_sort(order,
-                      [&](unsigned a, unsigned b) { return rate(a) > rate(b); });
-    SmallVector<unsigned> ranked =
-        pickCompatibleRecomputes(candidates, order, candidates.size());
 
     // The step without offload or recomputation, for plan=hidden's limit.
     FailureOr<StepModel> model =
@@ -231,31 +214,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     auto predict = [&](size_t k) -> const Outcome & {
       if (auto it = outcomes.find(k); it != outcomes.end())
         return it->second;
-      OwningOpRef<ModuleOp> copy = getOperation().clone();
-      Outcome outcome;
-      {
-        // The plans that do not fit are expected: their errors are not the
-        // pass's.
-        ScopedDiagnosticHandler quiet(&getContext(),
-                                      [](Diagnostic &) { return success(); });
-        auto copyForward = dyn_cast_or_null<FunctionOpInterface>(
-            SymbolTable::lookupSymbolIn(*copy, forwardName));
-        FailureOr<TrainingStep> copyStep = failure();
-        if (copyForward)
-          copyStep = TrainingStep::get(copyForward);
-        if (succeeded(copyStep)) {
-          insertRecomputes(*copyStep, prefixOf(*copyStep, k));
-          outcome.fits = succeeded(
-              planStep(*copyStep, costModel, execution, mode, inflight));
-          if (auto planned = copyForward->getAttrOfType<DictionaryAttr>(
-                  OffloadDialect::kPlannedAttrName)) {
-            outcome.peakBytes =
-                planned.getAs<IntegerAttr>("peak_bytes").getInt();
-            outcome.stepSeconds =
-                planned.getAs<FloatAttr>("step_seconds").getValueAsDouble();
-          }
-        }
-      }
+      Outcome outcome = predictOnCopy(
+          forwardName,
+          [&](const TrainingStep &target) { return prefixOf(target, k); },
+          costModel, execution, mode, inflight);
       if (mode == PlanMode::Hidden)
         outcome.fits = outcome.fits && outcome.stepSeconds <= limit;
       return outcomes[k] = outcome;
@@ -298,6 +260,66 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       return success();
     recordUnplanned(forward, without);
     return success();
+  }
+
+  /// The recompute candidates of `step`'s selected values, in `candidates`,
+  /// and the order they are tried in: bytes freed per second of
+  /// recomputation, most first, those that cannot go together left out.
+  SmallVector<unsigned>
+  rankRecomputes(const TrainingStep &step,
+                 SmallVector<RecomputeCandidate, 0> &candidates) {
+    FunctionOpInterface forward = step.getForward();
+    auto selectedName = StringAttr::get(&getContext(),
+                                        OffloadDialect::kSelectedAttrName);
+    SmallVector<unsigned> selected;
+    for (unsigned i = 0, e = step.getNumSaved(); i < e; ++i)
+      if (forward.getResultAttr(step.getSavedResultIndex(i), selectedName))
+        selected.push_back(i);
+    candidates = findRecomputeCandidates(step, *nominalCostModel, selected,
+                                         recomputeMaxOps);
+    SmallVector<unsigned> order =
+        llvm::to_vector(llvm::seq<unsigned>(0, candidates.size()));
+    auto rate = [&](unsigned c) {
+      return double(candidates[c].bytes) /
+             std::max(candidates[c].seconds, 1e-12);
+    };
+    llvm::stable_sort(order,
+                      [&](unsigned a, unsigned b) { return rate(a) > rate(b); });
+    return pickCompatibleRecomputes(candidates, order, candidates.size());
+  }
+
+  /// What planStep predicts for the step of `forwardName` with the
+  /// recomputes `recomputesOf` gives for it, planned on a copy of the
+  /// module. The plans that do not fit are expected: their errors are not
+  /// the pass's.
+  Outcome predictOnCopy(
+      StringAttr forwardName,
+      llvm::function_ref<SmallVector<RecomputeCandidate, 0>(
+          const TrainingStep &)>
+          recomputesOf,
+      const CostModel &costModel, const ExecutionModel &execution,
+      PlanMode mode, int64_t inflight) {
+    OwningOpRef<ModuleOp> copy = getOperation().clone();
+    Outcome outcome;
+    ScopedDiagnosticHandler quiet(&getContext(),
+                                  [](Diagnostic &) { return success(); });
+    auto copyForward = dyn_cast_or_null<FunctionOpInterface>(
+        SymbolTable::lookupSymbolIn(*copy, forwardName));
+    FailureOr<TrainingStep> copyStep = failure();
+    if (copyForward)
+      copyStep = TrainingStep::get(copyForward);
+    if (failed(copyStep))
+      return outcome;
+    insertRecomputes(*copyStep, recomputesOf(*copyStep));
+    outcome.fits =
+        succeeded(planStep(*copyStep, costModel, execution, mode, inflight));
+    if (auto planned = copyForward->getAttrOfType<DictionaryAttr>(
+            OffloadDialect::kPlannedAttrName)) {
+      outcome.peakBytes = planned.getAs<IntegerAttr>("peak_bytes").getInt();
+      outcome.stepSeconds =
+          planned.getAs<FloatAttr>("step_seconds").getValueAsDouble();
+    }
+    return outcome;
   }
 
   /// How many of the ranked recompute candidates to take, of `n`: a grid
