@@ -14,6 +14,7 @@
 #include "offload/Dialect/Trace/IR/TraceDialect.h"
 #include "offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "offload/Dialect/Offload/Transforms/TrainingStepSymbolUses.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -27,6 +28,7 @@ inline void registerAllOffloadDialects(DialectRegistry &registry) {
   registerTensorStorageViewExternalModels(registry);
   registerBufferizableOpInterfaceExternalModels(registry);
   registerBufferDeallocationOpInterfaceExternalModels(registry);
+  registerTrainingStepSymbolUseModels(registry);
   registerConvertOffloadToLLVMInterface(registry);
 }
 

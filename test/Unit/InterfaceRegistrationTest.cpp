@@ -9,7 +9,9 @@
 // interface, in builds with assertions), and registerAllOffloadDialects
 // resolves every promise. The passes that read tensor views register the
 // tensor storage-view models themselves, so they see views even in a context
-// that was given no registry.
+// that was given no registry. The training-step contract is checked as a
+// symbol use where the function ops have the models, and by the attribute
+// verifier where they do not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +24,10 @@
 #include "mlir/Dialect/Bufferization/IR/BufferDeallocationOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -96,6 +100,57 @@ TEST(OffloadDialect, FuturesAreTensorsAndBuffersToBufferization) {
             tensor.getShape());
   EXPECT_TRUE(isa<bufferization::BufferLikeType>(bufferFuture));
   EXPECT_FALSE(isa<bufferization::TensorLikeType>(bufferFuture));
+}
+
+/// Parses `ir` in `context` and returns the diagnostics' text.
+std::string parseErrors(MLIRContext &context, const char *ir) {
+  std::string errors;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    errors += diag.str() + "\n";
+    return success();
+  });
+  (void)parseSourceString<ModuleOp>(ir, &context);
+  return errors;
+}
+
+// A forward whose saved result does not match backward's argument.
+const char *kMismatchedStep = R"mlir(
+  func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+      attributes {offload.backward = @backward, offload.num_outputs = 1 : i64} {
+    return %x, %x : tensor<4xf32>, tensor<4xf32>
+  }
+  func.func @backward(%s: tensor<8xf32>) {
+    return
+  }
+)mlir";
+
+TEST(TrainingStep, ContractIsCheckedAsASymbolUse) {
+  DialectRegistry registry;
+  registerAllOffloadDialects(registry);
+  registry.insert<func::FuncDialect, LLVM::LLVMDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // The function ops check the backward function they name with the
+  // module's symbol uses, not from the attribute verifier.
+  EXPECT_TRUE(OperationName(func::FuncOp::getOperationName(), &context)
+                  .hasInterface<SymbolUserOpInterface>());
+  EXPECT_TRUE(OperationName(LLVM::LLVMFuncOp::getOperationName(), &context)
+                  .hasInterface<SymbolUserOpInterface>());
+  EXPECT_NE(parseErrors(context, kMismatchedStep)
+                .find("saved result #1 has type 'tensor<4xf32>' but backward "
+                      "argument #0 of @backward has type 'tensor<8xf32>'"),
+            std::string::npos);
+}
+
+TEST(TrainingStep, ContractIsCheckedWithoutTheModels) {
+  // A context without the models (a tool that loads only the dialect)
+  // still checks the whole contract, from the attribute verifier.
+  MLIRContext context;
+  context.loadDialect<OffloadDialect, func::FuncDialect>();
+  EXPECT_NE(parseErrors(context, kMismatchedStep)
+                .find("saved result #1 has type 'tensor<4xf32>' but backward "
+                      "argument #0 of @backward has type 'tensor<8xf32>'"),
+            std::string::npos);
 }
 
 TEST(StorageViews, PassesRegisterTheTensorModels) {

@@ -196,17 +196,17 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
     if (!forward)
       return op->emitOpError() << "'" << name << "' is only valid on functions";
     // A declaration has no body to check against the contract yet.
-    FailureOr<TrainingStep> step =
-        TrainingStep::get(forward, /*requireBodies=*/false);
-    if (failed(step))
+    if (failed(TrainingStep::verifyAttributes(forward)) ||
+        (!forward.isExternal() &&
+         failed(verifyHostValueUses(forward.getFunctionBody()))))
       return failure();
-    if (!forward.isExternal() && failed(verifyHostValueUses(forward.getFunctionBody())))
-      return failure();
-    FunctionOpInterface backward = step->getBackward();
-    if (!backward.isExternal() &&
-        failed(verifyHostValueUses(backward.getFunctionBody())))
-      return failure();
-    return success();
+    // What needs backward is checked with the module's symbol uses
+    // (verifySymbolUses, registerTrainingStepSymbolUseModels) where the
+    // function op has them; here for any other function op.
+    if (isa<SymbolUserOpInterface>(op))
+      return success();
+    SymbolTableCollection tables;
+    return verifyTrainingStepSymbolUses(forward, tables);
   }
   return op->emitOpError() << "unknown offload attribute '" << name << "'";
 }

@@ -73,15 +73,12 @@ static LogicalResult requirePassableBody(FunctionOpInterface func,
   return success();
 }
 
-FailureOr<TrainingStep> TrainingStep::get(FunctionOpInterface forward,
-                                          bool requireBodies) {
-  auto backwardRef = forward->getAttrOfType<FlatSymbolRefAttr>(
-      OffloadDialect::kBackwardAttrName);
-  if (!backwardRef)
+LogicalResult TrainingStep::verifyAttributes(FunctionOpInterface forward) {
+  if (!forward->getAttrOfType<FlatSymbolRefAttr>(
+          OffloadDialect::kBackwardAttrName))
     return forward.emitError()
            << "expects '" << OffloadDialect::kBackwardAttrName
            << "' to be a flat symbol reference to the backward function";
-
   auto numOutputsAttr = forward->getAttrOfType<IntegerAttr>(
       OffloadDialect::kNumOutputsAttrName);
   if (!numOutputsAttr || !numOutputsAttr.getType().isInteger(64))
@@ -95,12 +92,27 @@ FailureOr<TrainingStep> TrainingStep::get(FunctionOpInterface forward,
            << "'" << OffloadDialect::kNumOutputsAttrName << "' is "
            << numOutputs << " but the function has " << numResults
            << " results";
+  return success();
+}
+
+FailureOr<TrainingStep> TrainingStep::get(FunctionOpInterface forward,
+                                          bool requireBodies,
+                                          SymbolTableCollection *tables) {
+  if (failed(verifyAttributes(forward)))
+    return failure();
+  auto backwardRef = forward->getAttrOfType<FlatSymbolRefAttr>(
+      OffloadDialect::kBackwardAttrName);
+  int64_t numOutputs =
+      forward->getAttrOfType<IntegerAttr>(OffloadDialect::kNumOutputsAttrName)
+          .getInt();
+  int64_t numResults = forward.getNumResults();
 
   Operation *symbolTableOp = SymbolTable::getNearestSymbolTable(forward);
-  Operation *target =
-      symbolTableOp
-          ? SymbolTable::lookupSymbolIn(symbolTableOp, backwardRef.getAttr())
-          : nullptr;
+  Operation *target = nullptr;
+  if (symbolTableOp)
+    target = tables ? tables->lookupSymbolIn(symbolTableOp, backwardRef)
+                    : SymbolTable::lookupSymbolIn(symbolTableOp,
+                                                  backwardRef.getAttr());
   auto backward = dyn_cast_or_null<FunctionOpInterface>(target);
   if (!backward)
     return forward.emitError()
@@ -350,6 +362,21 @@ bool mlir::offload::isDonatedArgument(Value value) {
   auto function = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
   return function && function.getArgAttr(arg.getArgNumber(),
                                          OffloadDialect::kDonatedAttrName);
+}
+
+LogicalResult
+mlir::offload::verifyTrainingStepSymbolUses(FunctionOpInterface forward,
+                                            SymbolTableCollection &tables) {
+  if (!TrainingStep::isForward(forward))
+    return success();
+  FailureOr<TrainingStep> step =
+      TrainingStep::get(forward, /*requireBodies=*/false, &tables);
+  if (failed(step))
+    return failure();
+  FunctionOpInterface backward = step->getBackward();
+  if (backward.isExternal())
+    return success();
+  return verifyHostValueUses(backward.getFunctionBody());
 }
 
 LogicalResult mlir::offload::verifyHostValueUses(Region &region) {

@@ -33,8 +33,15 @@ public:
   /// `requireBodies`, both functions must also have what the passes need: a
   /// single-block body in an SSACFG region (no graph region), ending in a
   /// return-like terminator with one operand of each result's type.
+  /// Symbol lookups go through `tables` where given (a verifier's cache).
   static FailureOr<TrainingStep> get(FunctionOpInterface forward,
-                                     bool requireBodies = true);
+                                     bool requireBodies = true,
+                                     SymbolTableCollection *tables = nullptr);
+
+  /// The part of the contract `forward`'s own attributes state, without
+  /// looking at backward: `offload.backward` is a flat symbol reference,
+  /// `offload.num_outputs` an i64 within the result count.
+  static LogicalResult verifyAttributes(FunctionOpInterface forward);
 
   /// Every training step in `module`, in function order. Fails (with
   /// diagnostics) if any forward function breaks the contract.
@@ -94,6 +101,14 @@ private:
 /// Whether `value` is an argument of forward that its caller donates
 /// (`offload.donated`): the step holds its only reference.
 bool isDonatedArgument(Value value);
+
+/// The part of the contract that needs the symbol table: if `forward`
+/// carries `offload.backward`, the backward function exists and matches
+/// (TrainingStep::get), and its body reads host values only where allowed.
+/// SymbolUserOpInterface::verifySymbolUses of the function ops calls it
+/// (registerTrainingStepSymbolUseModels).
+LogicalResult verifyTrainingStepSymbolUses(FunctionOpInterface forward,
+                                           SymbolTableCollection &tables);
 
 /// Checks that every host-resident value in `region` is read only by
 /// `offload.load_to_gpu`, `offload.load_start`, a terminator, or a call;
