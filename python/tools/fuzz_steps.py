@@ -536,6 +536,12 @@ def fuzz_one(opt: str, seed: int, index: int, timeout: float, work: str,
     else:
         text, applied = mutate_step(seed, index)
         pipelines = STEP_PIPELINES
+        if "func-constant" in applied:
+            # Upstream one-shot-bufferize retypes functions at their
+            # boundaries but not the func.constant naming them (invalid IR
+            # without any offload pass), so those inputs skip it.
+            pipelines = [p for p in pipelines
+                         if not any(a.startswith("--one-shot-bufferize") for a in p)]
     path = os.path.join(work, f"fuzz_{seed}_{index}.mlir")
     with open(path, "w") as f:
         f.write(text)
