@@ -495,6 +495,8 @@ class OffloadPartitioner(CustomPartitionerFn):
         if self.options.recompute_budget is not None:
             patch["activation_memory_budget"] = float(self.options.recompute_budget)
 
+        from .fx_export import DONATED_META
+
         donated = _donated_primals(joint_inputs) if self.options.donate_activations else set()
 
         def partition():
@@ -537,8 +539,6 @@ class _Fallback(Exception):
     pass
 
 
-# The FX placeholder meta key fx_export reads to mark an argument donated.
-DONATED_META = "offload_donated"
 # The indices of the graph inputs the compiling backend found to be
 # activations (compile_inductor, compile_aot_eager), for the partitioner the
 # same compile calls.
@@ -554,10 +554,13 @@ def _activation_inputs(example_inputs: Sequence[Any]) -> tuple[int, ...]:
                  and getattr(x, "grad_fn", None) is not None)
 
 
+def _shapes(values: Sequence[Any]) -> tuple[tuple[int, ...] | None, ...]:
+    return tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in values)
+
+
 @contextlib.contextmanager
 def _donating(example_inputs: Sequence[Any]):
-    shapes = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else None
-                   for x in example_inputs)
+    shapes = _shapes(example_inputs)
     token = _donated_inputs.set((_activation_inputs(example_inputs), shapes))
     try:
         yield
@@ -571,9 +574,7 @@ def _donated_primals(joint_inputs: Sequence[Any]) -> set[str]:
     order unless it deduplicated or merged inputs; then nothing is donated."""
     indices, shapes = _donated_inputs.get()
     primals = joint_inputs[0] if joint_inputs else ()
-    if not indices or len(primals) != len(shapes) or any(
-            (tuple(p.shape) if isinstance(p, torch.Tensor) else None) != shape
-            for p, shape in zip(primals, shapes)):
+    if not indices or _shapes(primals) != shapes:
         return set()
     return {f"primals_{i + 1}" for i in indices}
 
@@ -594,8 +595,7 @@ def _symbolic_input_dims(gm: torch.fx.GraphModule) -> list[tuple[int, int, str, 
     """(input index, dim, symbol, hint) of each input size that is a plain
     symbol of the graph Dynamo traced."""
     dims = []
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for i, node in enumerate(placeholders):
+    for i, node in enumerate(gm.graph.find_nodes(op="placeholder")):
         value = node.meta.get("example_value")
         if not isinstance(value, torch.Tensor):
             continue

@@ -28,7 +28,7 @@ The IR contract (docs/architecture.md, "The contracts"):
   and its producer carries `offload.keep`, and backward's placeholder for
   it (`rng_state_output_<k>`) is matched to it by the wrapped call;
 * a forward placeholder the bridge found to be an activation the caller
-  drops (meta `offload_donated`) carries `offload.donated`;
+  drops (meta DONATED_META) carries `offload.donated`;
 
 Tracing runs under FakeTensorMode, so no device memory is allocated: a
 Llama-3-8B layer at 8x1024 tokens in bf16 traces on any machine that can
@@ -60,6 +60,10 @@ import torch
 import torch.fx as fx
 
 from .mlir_text import dict_key, mlir_float, mlir_int, mlir_string, ssa_name
+
+# The placeholder meta key that marks a forward input its caller donates
+# (set by the bridge's partitioner); the argument carries `offload.donated`.
+DONATED_META = "offload_donated"
 
 __all__ = [
     "TracedStep",
@@ -721,8 +725,7 @@ class _FunctionEmitter:
         name = ssa_name(node.name, self.used_names)
         self.values[node] = _Value("%" + name, ty)
         self.arg_types.append(ty)
-        # The bridge marks the inputs the caller donates (bridge.DONATED_META).
-        donated = ", offload.donated" if node.meta.get("offload_donated") \
+        donated = ", offload.donated" if node.meta.get(DONATED_META) \
             and ty.startswith("tensor<") else ""
         self.arg_lines.append(
             f"%{name}: {ty} {{trace.name = {mlir_string(node.name)}{donated}}} "
