@@ -71,11 +71,25 @@ def peak_of_trace(trace: list[dict], top: int = 15) -> dict:
             current += event["size"]
             if current > peak:
                 peak, peak_index = current, index
-                peak_live = sorted(live.values(), key=lambda e: -e["size"])[:top]
+                peak_live = list(live.values())
         elif action == free_action and event["addr"] in live:
             current -= live.pop(event["addr"])["size"]
+    peak_live.sort(key=lambda e: -e["size"])
     return {"peak_bytes": peak, "peak_index": peak_index, "events": len(trace),
-            "live_at_peak": peak_live}
+            "live_at_peak": peak_live[:top], "all_live_at_peak": peak_live}
+
+
+def live_by_where(live: list[dict]) -> list[dict]:
+    """The allocations live at the peak summed by the line that made them,
+    largest first: which graph's buffers (or which eager op's) the peak
+    holds."""
+    groups: dict[str, dict] = {}
+    for e in live:
+        label = frame_label(e.get("frames"))
+        g = groups.setdefault(label["where"], {"bytes": 0, "count": 0, **label})
+        g["bytes"] += e["size"]
+        g["count"] += 1
+    return sorted(groups.values(), key=lambda g: -g["bytes"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "reached_by": {"bytes": reached.get("size"), **frame_label(reached.get("frames"))},
         "live_at_peak": [{"bytes": e["size"], **frame_label(e.get("frames"))}
                          for e in found["live_at_peak"]],
+        "live_at_peak_by_where": live_by_where(found["all_live_at_peak"]),
     }
     print(f"{row.name}: peak {result['peak'] / 2**30:.2f} GiB "
           f"(max_memory_allocated {result['max_memory_allocated'] / 2**30:.2f} GiB), "
@@ -139,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['reached_by'].get('where')}: {result['reached_by'].get('code', '')}")
     for e in result["live_at_peak"]:
         print(f"  {e['bytes'] / MiB:10.1f} MiB  {e['where']}  {e.get('code', '')[:140]}")
+    print("live at the peak, by the line that allocated it:")
+    for g in result["live_at_peak_by_where"][:args.top]:
+        print(f"  {g['bytes'] / MiB:10.1f} MiB in {g['count']:4d}  {g['where']}  "
+              f"{g.get('code', '')[:120]}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

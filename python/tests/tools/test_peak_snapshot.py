@@ -36,3 +36,10 @@ def test_frames_name_generated_code_first():
     label = ps.frame_label(frames)
     assert label["where"] == "cabc.py:7 call"
     assert ps.frame_label([])["where"] == "no Python frame"
+
+
+def test_live_allocations_are_summed_by_the_line_that_made_them():
+    trace = [_alloc(1, 100, 10), _alloc(2, 30, 11), _alloc(3, 40, 10)]
+    groups = ps.live_by_where(ps.peak_of_trace(trace, top=1)["all_live_at_peak"])
+    assert [(g["where"], g["bytes"], g["count"]) for g in groups] == [
+        ("cabc.py:10 call", 140, 2), ("cabc.py:11 call", 30, 1)]
