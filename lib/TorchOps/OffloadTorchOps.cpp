@@ -107,9 +107,6 @@ struct State {
 
   std::atomic<uint64_t> hostWaitNs{0}, hostWaits{0}, syncFallbacks{0},
       genericLoads{0}, prefetchedLoads{0};
-  /// CUDA sources handed back through the caching allocator's stream uses
-  /// (releaseAfterCopy); counted in the stats' device_releases.
-  std::atomic<uint64_t> streamReleases{0};
   /// CUDA contexts created without timing events (the default).
   std::atomic<uint64_t> untimedCudaContexts{0};
 };
@@ -444,41 +441,6 @@ void releaseHostBlock(offload_rt_context *ctx, offload_rt_host_buffer *buffer,
                  offload_rt_last_error());
 }
 
-/// Hands `source`'s memory back once the D2H copy into `buffer` has read it.
-/// On CUDA through the caching allocator, as Tensor.record_stream does: the
-/// D2H stream is recorded as a user of the block, so when the last reference
-/// dies the allocator reuses the block only after the D2H stream's work up to
-/// then (the copy included) has completed, which it checks at every
-/// allocation. Memory comes back as soon as the copy ends, also while eager
-/// code runs that makes no runtime call (a runtime callback would wait for
-/// the next one). On the sim backend, whose "device" memory the caching
-/// allocator does not own, through the runtime's release callback. Returns
-/// the runtime's status (negative: not handed over, the caller must keep
-/// `source` alive until the copy ended).
-offload_rt_status releaseAfterCopy(offload_rt_context *ctx, int device,
-                                   offload_rt_host_buffer *buffer,
-                                   const at::Tensor &source) {
-  if (device != kSim) {
-    void *d2h = nullptr, *h2d = nullptr;
-    offload_rt_status st = offload_rt_get_copy_streams(ctx, &d2h, &h2d);
-    if (st < 0)
-      return st;
-    c10::cuda::CUDACachingAllocator::recordStream(
-        source.storage().data_ptr(),
-        c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(d2h),
-                                         static_cast<c10::DeviceIndex>(device)));
-    ++state().streamReleases;
-    return OFFLOAD_RT_SUCCESS;
-  }
-  auto *keep = new at::Tensor(source);
-  offload_rt_status st = offload_rt_release_device_after_copy(
-      ctx, buffer,
-      [](void *, void *user) { delete static_cast<at::Tensor *>(user); }, keep);
-  if (st < 0)
-    delete keep;
-  return st;
-}
-
 at::Tensor offloadStart(const at::Tensor &src, c10::IntArrayRef stride,
                         at::TensorList /*after*/) {
   const char *op = "offload_start";
@@ -535,11 +497,18 @@ at::Tensor offloadStart(const at::Tensor &src, c10::IntArrayRef stride,
   check(offload_rt_host_data(t.ctx, buffer, /*wait=*/0, &hostPtr), op,
         "offload_rt_host_data");
   if (temporary) {
-    st = releaseAfterCopy(t.ctx, t.device, buffer, dense);
+    // The runtime calls back once the D2H copy completed; dropping the last
+    // reference then returns the memory to PyTorch's allocator.
+    auto *keep = new at::Tensor(dense);
+    st = offload_rt_release_device_after_copy(
+        t.ctx, buffer,
+        [](void *, void *user) { delete static_cast<at::Tensor *>(user); },
+        keep);
     if (st < 0) {
       // Cannot hand it over: wait for the copy here, then drop it.
       std::string message = offload_rt_last_error();
       offload_rt_host_data(t.ctx, buffer, /*wait=*/1, &hostPtr);
+      delete keep;
       offload_rt_token_discard(t.ctx, token);
       offload_rt_free_host(t.ctx, buffer);
       TORCH_CHECK(false, "offload::", op,
@@ -618,9 +587,19 @@ void offloadRelease(const at::Tensor &host, const at::Tensor &src) {
                 "tensor's block is gone");
     block = it->second;
   }
-  if (p.source && releaseAfterCopy(p.ctx, p.device, block.buffer, src) < 0) {
-    waitFor(p, op); // cannot hand it over: wait here instead
-    return;
+  if (p.source) {
+    // The runtime calls back once the D2H copy completed; dropping this
+    // reference then returns the memory to PyTorch's allocator.
+    auto *keep = new at::Tensor(src);
+    offload_rt_status st = offload_rt_release_device_after_copy(
+        p.ctx, block.buffer,
+        [](void *, void *user) { delete static_cast<at::Tensor *>(user); },
+        keep);
+    if (st < 0) {
+      delete keep;
+      waitFor(p, op); // cannot hand it over: wait here instead
+      return;
+    }
   }
   check(offload_rt_token_discard(p.ctx, p.token), op, "offload_rt_token_discard");
 }
@@ -954,8 +933,6 @@ extern "C" int offload_torch_get_stats(int backend, offload_rt_stats *out) {
       return failWith(st, offload_rt_last_error());
     addStats(*out, one);
   }
-  if (backend == OFFLOAD_TORCH_BACKEND_CUDA)
-    out->device_releases += s.streamReleases;
   return 0;
 }
 
@@ -981,7 +958,6 @@ extern "C" int offload_torch_reset_stats(void) {
   s.syncFallbacks = 0;
   s.genericLoads = 0;
   s.prefetchedLoads = 0;
-  s.streamReleases = 0;
   return result;
 }
 
