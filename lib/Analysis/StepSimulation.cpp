@@ -176,6 +176,7 @@ private:
                      SmallVectorImpl<int64_t> *afterRelease);
   void holdLiveAtLoadWaits(SmallVectorImpl<int64_t> &liveAt) const;
   void markLiveAtPeak(size_t peakIndex);
+  int64_t getHeldByOtherInstances() const;
 
   const StepModel &model;
   const CopyPlan &plan;
@@ -542,7 +543,43 @@ SimulationResult StepSimulator::run(SmallVectorImpl<int64_t> *liveAt,
   if (liveAt)
     holdLiveAtLoadWaits(*liveAt);
   markLiveAtPeak(peakIndex);
+  // The other instances' saved values are there at every moment: the
+  // peak's position stays, its height and each position's rise.
+  result.heldByOtherInstances = getHeldByOtherInstances();
+  if (int64_t held = result.heldByOtherInstances) {
+    result.peakBytes += held;
+    if (liveAt)
+      for (int64_t &bytes : *liveAt)
+        bytes += held;
+    if (afterRelease)
+      for (int64_t &bytes : *afterRelease)
+        if (bytes >= 0)
+          bytes += held;
+  }
   return std::move(result);
+}
+
+/// ExecutionModel::savedInstances: what the other instances of the step
+/// hold while it runs. Each keeps on the device the forward intermediates
+/// this plan keeps for backward (each storage once; a storage one kept link
+/// reads stays, even if another link of it is offloaded). Arguments are
+/// the caller's memory, held once however many instances run.
+int64_t StepSimulator::getHeldByOtherInstances() const {
+  unsigned others = model.execution.savedInstances - 1;
+  if (others == 0)
+    return 0;
+  SmallVector<bool> counted(model.buffers.size(), false);
+  int64_t kept = 0;
+  for (auto [l, link] : llvm::enumerate(model.links)) {
+    if (link.buffer < 0 || plan.offloaded[l] || counted[link.buffer])
+      continue;
+    const Buffer &buffer = model.buffers[link.buffer];
+    if (buffer.defPos < 0 || unsigned(buffer.defPos) >= model.numForwardOps)
+      continue;
+    counted[link.buffer] = true;
+    kept += buffer.bytes;
+  }
+  return kept * int64_t(others);
 }
 
 SimulationResult StepModel::simulate(const CopyPlan &plan) const {

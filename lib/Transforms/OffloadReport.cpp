@@ -93,6 +93,10 @@ struct Prediction {
   int64_t prefetchBytes = 0;
   unsigned prefetchedLoads = 0;
   int64_t prefetchedBytes = 0;
+  /// saved-instances: how many, and what the other instances' saved values
+  /// hold in the peaks before and after (included in them).
+  unsigned savedInstances = 1;
+  int64_t heldBefore = 0, heldAfter = 0;
   /// What offload-plan predicted for its plan (`offload.planned`), if it ran.
   std::optional<int64_t> plannedPeak;
   std::optional<double> plannedStep;
@@ -359,6 +363,9 @@ static Prediction predict(const TrainingStep &step, const StepModel &model,
   prediction.forwardSeconds = model.getComputeStart(model.getNumForwardOps());
   prediction.backwardSeconds =
       model.getComputeStart(model.getNumOps()) - prediction.forwardSeconds;
+  prediction.savedInstances = model.getExecutionModel().savedInstances;
+  prediction.heldBefore = before.heldByOtherInstances;
+  prediction.heldAfter = after.heldByOtherInstances;
   prediction.prefetchLead = model.getExecutionModel().prefetchLead;
   prediction.prefetchBytes =
       std::max<int64_t>(0, model.getExecutionModel().prefetchBytes);
@@ -468,6 +475,12 @@ static void printText(ArrayRef<StepReport> reports, raw_ostream &os) {
                             ? ", kernels slowed by copies " +
                                   formatSeconds(p.interferenceAfter)
                             : std::string());
+    if (p.savedInstances > 1)
+      os << llvm::formatv("saved-instances={0}: the peaks include the saved "
+                          "values the {1} other instances keep on the "
+                          "device, {2} -> {3}\n",
+                          p.savedInstances, p.savedInstances - 1,
+                          formatBytes(p.heldBefore), formatBytes(p.heldAfter));
     if (p.prefetchLead > 0)
       os << llvm::formatv("prefetch: lead {0} holding at most {1}; {2} loads "
                           "({3}) start during the backward graph before\n",
@@ -583,6 +596,13 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
              {"peak_at_after", toJson(report.prediction.peakAtAfter)},
              {"forward_seconds", report.prediction.forwardSeconds},
              {"backward_seconds", report.prediction.backwardSeconds}}}});
+    if (report.prediction.savedInstances > 1)
+      steps.back().getAsObject()->try_emplace(
+          "saved_instances",
+          llvm::json::Object{
+              {"instances", report.prediction.savedInstances},
+              {"held_bytes_before", report.prediction.heldBefore},
+              {"held_bytes_after", report.prediction.heldAfter}});
     if (report.prediction.prefetchLead > 0)
       steps.back().getAsObject()->try_emplace(
           "prefetch",

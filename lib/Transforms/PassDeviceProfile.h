@@ -49,13 +49,15 @@ getPassDeviceProfile(const DeviceProfileOverrides &overrides,
 }
 
 /// The execution model from the `release`, `fuse-memory-bound`,
-/// `reuse-freed-buffers`, `prefetch-lead` and `prefetch-bytes` options
+/// `reuse-freed-buffers`, `prefetch-lead`, `prefetch-bytes` and
+/// `saved-instances` options
 /// (the pass's, read from inside it: OFFLOAD_PASS_EXECUTION_MODEL()); emits
 /// an error naming the option on a bad value.
 inline FailureOr<ExecutionModel>
 getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
                       bool reuseFreedBuffers, StringRef prefetchLead,
-                      PrefetchBytes prefetchBytes, Operation *anchor) {
+                      PrefetchBytes prefetchBytes, unsigned savedInstances,
+                      Operation *anchor) {
   ExecutionModel execution;
   execution.release = release;
   execution.fuseMemoryBound = fuseMemoryBound;
@@ -71,13 +73,21 @@ getPassExecutionModel(ExecutionModel::Release release, bool fuseMemoryBound,
     return failure();
   }
   execution.prefetchBytes = prefetchBytes.bytes;
+  if (savedInstances == 0) {
+    emitError(anchor->getLoc())
+        << "option saved-instances: expected a count >= 1 (1: the step "
+           "alone), got 0";
+    return failure();
+  }
+  execution.savedInstances = savedInstances;
   return execution;
 }
 
 #define OFFLOAD_PASS_EXECUTION_MODEL()                                         \
   ::mlir::offload::getPassExecutionModel(release, fuseMemoryBound,             \
                                          reuseFreedBuffers, prefetchLead,      \
-                                         prefetchBytes, getOperation())
+                                         prefetchBytes, savedInstances,        \
+                                         getOperation())
 
 /// ExecutionModel::loadLead from the `load-lead` option, whose negative
 /// default stands for `copy-margin`'s value (the one margin both meant

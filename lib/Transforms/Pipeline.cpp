@@ -23,6 +23,7 @@ static void setStepModelOptions(CostModelPassOptions &pass,
   pass.reuseFreedBuffers = options.reuseFreedBuffers;
   pass.prefetchLead = options.prefetchLead;
   pass.prefetchBytes = options.prefetchBytes;
+  pass.savedInstances = options.savedInstances;
 }
 
 static void buildPipeline(OpPassManager &pm,

@@ -181,6 +181,12 @@ class OffloadOptions:
     # for a copy that frees nothing, so it is opt-in; on the per-layer
     # benchmark it changes no plan (docs/training-recipes.md#per-layer-compilation).
     donate_activations: bool = False
+    # A graph run several times before its backward graphs, as the one graph
+    # of the identical layers of a model compiled per layer: the saved values
+    # of all its calls are on the device together when forward ends, so the
+    # plan counts what it keeps through forward this many times
+    # (`saved-instances`); 1: the graph alone.
+    saved_instances: int = 1
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -199,6 +205,10 @@ class OffloadOptions:
                      "donate_activations"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        if isinstance(self.saved_instances, bool) or not isinstance(
+                self.saved_instances, int) or self.saved_instances < 1:
+            raise ValueError("saved_instances must be an int >= 1 (the graphs whose saved "
+                             f"values are on the device together), not {self.saved_instances!r}")
         if self.budget is not None:
             _budget_option(self.budget)
         _check_report(self.report)
@@ -317,6 +327,8 @@ class OffloadOptions:
             parts.append(f"max-slowdown={float(self.copy_allowance)!r}")
         if self.prefetch:
             parts.append("prefetch-lead=auto")
+        if self.saved_instances > 1:
+            parts.append(f"saved-instances={self.saved_instances}")
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
@@ -956,6 +968,7 @@ def backend(
     recompute: bool = True,
     prefetch: bool = False,
     donate_activations: bool = False,
+    saved_instances: int = 1,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -990,7 +1003,12 @@ def backend(
     `donate_activations` (True: graph inputs that autograd made before the
     graph, such as the layer before's output under per-layer compilation,
     may be offloaded like intermediates, for code that drops them once the
-    graph has run; by default every input stays).
+    graph has run; by default every input stays), and `saved_instances`
+    (a graph that runs this many times before its backward graphs, as the
+    one graph of a model's identical layers compiled per layer: pass the
+    number of layers; the plan counts the saved values it keeps on the
+    device that many times, which is what they hold when forward ends, and
+    so recomputes or offloads what a plan of one layer alone would keep).
     """
     if plan is None:
         plan = "budget" if budget is not None else OffloadOptions.plan
@@ -1003,6 +1021,7 @@ def backend(
         reuse_freed_buffers=reuse_freed_buffers,
         inductor_config=tuple(sorted((inductor_config or {}).items())),
         recompute=recompute, prefetch=prefetch, donate_activations=donate_activations,
+        saved_instances=saved_instances,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

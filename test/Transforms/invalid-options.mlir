@@ -24,6 +24,10 @@
 // INF: error: device profile option hbm-gbps must be a finite number
 // PROFILE: error: device profile '{{.*}}': 'd2h_GBps' must be a finite non-negative number
 
+// A step is at least one instance of itself.
+// RUN: not offload-opt %s --offload-activations="saved-instances=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INSTANCES
+// INSTANCES: error: option saved-instances: expected a count >= 1 (1: the step alone), got 0
+
 // A report that cannot be written (a full disk) is an error, not a fatal
 // one when the file closes.
 // RUN: not offload-opt %s --offload-activations="report=text report-file=/dev/full" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL

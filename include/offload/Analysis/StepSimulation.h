@@ -90,6 +90,16 @@ struct ExecutionModel {
   /// Negative: what the last `prefetchLead` seconds of backward leave free
   /// below the peak without offload (StepModel::build resolves it).
   int64_t prefetchBytes = -1;
+  /// A step compiled once and run as this many graphs in a row before
+  /// their backward graphs, as each layer of a model compiled per layer:
+  /// while one instance runs, the others' saved values stay on the device
+  /// (the last layer's forward and backward run beside the saved values of
+  /// every layer before it). The simulation adds to every moment of the
+  /// step savedInstances - 1 times the bytes of the forward intermediates
+  /// the plan keeps on the device for backward (StepSimulator::run), so
+  /// what a plan keeps through forward counts that many times over. 1: the
+  /// step alone.
+  unsigned savedInstances = 1;
 };
 
 /// One copy over the host link.
@@ -140,6 +150,9 @@ struct SimulationResult {
   /// Time kernels ran longer because copies transferred beside them
   /// (DeviceProfile::copyInterference).
   double interferenceSeconds = 0;
+  /// With ExecutionModel::savedInstances > 1: what the other instances'
+  /// saved values hold, included in peakBytes.
+  int64_t heldByOtherInstances = 0;
   int64_t peakBytes = 0;
   /// When the peak was reached, and the op running then.
   double peakTime = 0;

@@ -193,6 +193,7 @@ inline constexpr int64_t kMaxInflightBytes = int64_t(2) << 30;
 inline constexpr int64_t kCoalesceBelow = 0;
 /// prefetch-lead: no loads start during another graph's backward.
 inline constexpr const char kPrefetchLead[] = "0";
+inline constexpr unsigned kSavedInstances = 1;
 /// prefetch-bytes: auto, planned from the step's own backward.
 inline constexpr int64_t kPrefetchBytes = -1;
 inline constexpr ExecutionModel::Release kRelease =

@@ -138,6 +138,11 @@ struct OffloadPipelineOptions
       llvm::cl::desc("Device memory the loads started early may hold (a "
                      "byte size, or auto: planned)"),
       llvm::cl::init(defaults::kPrefetchBytes)};
+  PassOptions::Option<unsigned> savedInstances{
+      *this, "saved-instances",
+      llvm::cl::desc("Graphs of this step whose saved values are on the "
+                     "device at once (per-layer compilation: the layers)"),
+      llvm::cl::init(defaults::kSavedInstances)};
 };
 
 /// Adds find, insert-recomputes, plan (for plan=hidden|budget), insert-offloads,

@@ -70,6 +70,12 @@ defvar CostModelOptions = [
          "Device memory the loads started early may hold during the lead (a "
          "byte size, or auto: what the last prefetch-lead seconds of this "
          "step's backward leave free below its peak without offload)">,
+  Option<"savedInstances", "saved-instances", "unsigned",
+         /*default=*/"::mlir::offload::defaults::kSavedInstances",
+         "A step compiled once and run as this many graphs before their "
+         "backward graphs, as the layers of a model compiled per layer: the "
+         "saved values of the other instances stay on the device while one "
+         "runs, and the peak counts what they hold (1: the step alone)">,
 ];
 
 def FindSavedActivations : Pass<"offload-find-saved-activations", "ModuleOp"> {

@@ -57,7 +57,9 @@ name of a row set stands for its rows, below):
                            after it (backend(prefetch=True); `across=0`: each
                            layer planned alone); `donate=1` lets graph
                            inputs that are activations be offloaded
-                           (backend(donate_activations=True))
+                           (backend(donate_activations=True)); `instances=N`
+                           plans the layer graph as N layers holding its saved
+                           values together (backend(saved_instances=N))
     compile:amb=X          torch.compile with that recompute budget alone (also
                            checkpoint-compile:amb=X, sac-compile:amb=X)
     compile:per-layer=1    each decoder layer compiled on its own (as torchtitan

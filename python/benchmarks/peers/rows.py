@@ -121,7 +121,8 @@ _FAMILIES = {
     "layer-group": (False, False, ("layers", "min_bytes")),
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
                                    "load_lead", "profile", "reuse_freed_buffers",
-                                   "checkpoint", "per-layer", "across", "donate")),
+                                   "checkpoint", "per-layer", "across", "donate",
+                                   "instances")),
     # The peers' own packages (python/benchmarks/peer_wheels.sh); each row
     # says itself why where it cannot run.
     "deepspeed-cpu-ckpt": (False, False, ("partition",)),
@@ -175,6 +176,8 @@ def parse_row(spec: str) -> Row:
         elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
             raise ValueError(f"row {spec!r}: checkpoint= takes "
                              f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
+        elif key == "instances" and not (value.isdigit() and int(value) >= 1):
+            raise ValueError(f"row {spec!r}: instances= takes a count >= 1, not {value!r}")
         elif key in ("partition", "per-layer", "across", "donate") and value.lower() not in (
                 "0", "1", "true", "false"):
             raise ValueError(f"row {spec!r}: {key}= takes 0 or 1, not {value!r}")
@@ -335,6 +338,10 @@ def _offload_mlir_backend(row: Row):
     # donate=1: graph inputs that are activations may be offloaded
     # (backend(donate_activations=True)).
     kw["donate_activations"] = _flag(row, "donate")
+    # instances=N: the layer graph's saved values are counted N times
+    # (backend(saved_instances=N)), as N layers hold them together.
+    if "instances" in row.options:
+        kw["saved_instances"] = int(row.options["instances"])
     return offload_mlir.backend(**kw)
 
 

@@ -145,3 +145,22 @@ def test_per_layer_compile_offloads_each_layers_input_when_donated(offload_mlir)
 def test_donate_activations_is_a_bool(offload_mlir):
     with pytest.raises(ValueError, match="donate_activations must be True or False"):
         offload_mlir.backend(donate_activations=1)
+
+
+def test_saved_instances_plans_the_layer_graph_as_every_layer_holding_it(offload_mlir):
+    plain = _per_layer_grads("inductor")
+    before = len(offload_mlir.reports())
+    grads = _per_layer_grads(offload_mlir.backend(min_bytes=0, saved_instances=3), steps=1)
+    assert all(torch.equal(a, b) for a, b in zip(plain, grads))
+    # Each graph's prediction counts what the two other layers keep through
+    # forward, as the pipeline's saved-instances=3 does.
+    for report in offload_mlir.reports()[before:]:
+        held = report["pipeline"]["steps"][0]["saved_instances"]
+        assert held["instances"] == 3
+        assert 0 <= held["held_bytes_after"] <= held["held_bytes_before"]
+
+
+@pytest.mark.parametrize("value", [0, True, 1.5, "8"])
+def test_saved_instances_is_a_count(offload_mlir, value):
+    with pytest.raises(ValueError, match="saved_instances must be an int >= 1"):
+        offload_mlir.backend(saved_instances=value)
