@@ -187,6 +187,10 @@ class OffloadOptions:
     # plan counts what it keeps through forward this many times
     # (`saved-instances`); 1: the graph alone.
     saved_instances: int = 1
+    # plan="hidden": the step time recomputation and copies together may add,
+    # a fraction of the step as it came (the pipeline's max-recompute, over
+    # its max-slowdown of 0).
+    max_recompute: float = 0.01
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -209,6 +213,10 @@ class OffloadOptions:
                 self.saved_instances, int) or self.saved_instances < 1:
             raise ValueError("saved_instances must be an int >= 1 (the graphs whose saved "
                              f"values are on the device together), not {self.saved_instances!r}")
+        if isinstance(self.max_recompute, bool) or not isinstance(
+                self.max_recompute, (int, float)) or not 0 <= self.max_recompute < 1:
+            raise ValueError("max_recompute must be a fraction in [0, 1) of the step time, "
+                             f"not {self.max_recompute!r}")
         if self.budget is not None:
             _budget_option(self.budget)
         _check_report(self.report)
@@ -292,14 +300,14 @@ class OffloadOptions:
             if fraction is not None and came:
                 budget = int(fraction * came)
         # plan=hidden: the joint plan may spend its allowance over the step as
-        # it came (max-slowdown + max-recompute, 1%) on recomputation and on
+        # it came (max-slowdown 0 + max_recompute) on recomputation and on
         # copies alike; what the recomputation left is the copies' now.
         allowance = None
         if budget is None and self.plan == "hidden" and steps:
             came = planned.get("unplanned_step_seconds")
             recomputed = steps[0].get("predicted", {}).get("step_seconds_before")
             if came and recomputed:
-                allowance = max(0.0, came * (1 + _JOINT_ALLOWANCE) / recomputed - 1)
+                allowance = max(0.0, came * (1 + self.max_recompute) / recomputed - 1)
         return dataclasses.replace(self, recompute=False, budget=budget,
                                    copy_allowance=allowance)
 
@@ -323,6 +331,8 @@ class OffloadOptions:
         # memory-bound ops the exported graph still lists one by one.
         if not self.recompute:
             parts.append("recompute=false")
+        elif self.max_recompute != OffloadOptions.max_recompute:
+            parts.append(f"max-recompute={float(self.max_recompute)!r}")
         if self.copy_allowance is not None:
             parts.append(f"max-slowdown={float(self.copy_allowance)!r}")
         if self.prefetch:
@@ -705,11 +715,6 @@ def _nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
             f"saved value of min_bytes ({options.min_bytes} bytes) or more.")
 
 
-# The pipeline's defaults for plan=hidden: max-slowdown (0) plus
-# max-recompute (0.01), over the step as it came.
-_JOINT_ALLOWANCE = 0.0 + 0.01
-
-
 def planned_recomputes(report: dict[str, Any]) -> dict[str, list[str]]:
     """The saved values the pipeline's plan recomputes, each with the forward
     FX nodes its recomputation repeats (from the report)."""
@@ -969,6 +974,7 @@ def backend(
     prefetch: bool = False,
     donate_activations: bool = False,
     saved_instances: int = 1,
+    max_recompute: float = OffloadOptions.max_recompute,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -1008,7 +1014,9 @@ def backend(
     one graph of a model's identical layers compiled per layer: pass the
     number of layers; the plan counts the saved values it keeps on the
     device that many times, which is what they hold when forward ends, and
-    so recomputes or offloads what a plan of one layer alone would keep).
+    so recomputes or offloads what a plan of one layer alone would keep),
+    and `max_recompute` (plan="hidden": the step time recomputation and
+    copies together may add, a fraction of the step as it came; default 1%).
     """
     if plan is None:
         plan = "budget" if budget is not None else OffloadOptions.plan
@@ -1021,7 +1029,7 @@ def backend(
         reuse_freed_buffers=reuse_freed_buffers,
         inductor_config=tuple(sorted((inductor_config or {}).items())),
         recompute=recompute, prefetch=prefetch, donate_activations=donate_activations,
-        saved_instances=saved_instances,
+        saved_instances=saved_instances, max_recompute=max_recompute,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any
 
 
@@ -122,7 +123,7 @@ _FAMILIES = {
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
                                    "load_lead", "profile", "reuse_freed_buffers",
                                    "checkpoint", "per-layer", "across", "donate",
-                                   "instances")),
+                                   "instances", "max_recompute")),
     # The peers' own packages (python/benchmarks/peer_wheels.sh); each row
     # says itself why where it cannot run.
     "deepspeed-cpu-ckpt": (False, False, ("partition",)),
@@ -176,6 +177,9 @@ def parse_row(spec: str) -> Row:
         elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
             raise ValueError(f"row {spec!r}: checkpoint= takes "
                              f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
+        elif key == "max_recompute" and not re.fullmatch(r"0?\.[0-9]+|0", value):
+            raise ValueError(f"row {spec!r}: max_recompute= takes a fraction in [0, 1), "
+                             f"not {value!r}")
         elif key == "instances" and not (value.isdigit() and int(value) >= 1):
             raise ValueError(f"row {spec!r}: instances= takes a count >= 1, not {value!r}")
         elif key in ("partition", "per-layer", "across", "donate") and value.lower() not in (
@@ -342,6 +346,9 @@ def _offload_mlir_backend(row: Row):
     # (backend(saved_instances=N)), as N layers hold them together.
     if "instances" in row.options:
         kw["saved_instances"] = int(row.options["instances"])
+    # max_recompute=X: the joint plan's step-time allowance (backend(max_recompute=X)).
+    if "max_recompute" in row.options:
+        kw["max_recompute"] = float(row.options["max_recompute"])
     return offload_mlir.backend(**kw)
 
 

@@ -35,6 +35,9 @@ import torch._inductor.config  # noqa: E402,F401
     ({"plan": "hidden", "budget": 0.5}, "pass one of them"),
     ({"plan": "budget"}, "needs budget="),
     ({"plan": "most"}, "plan must be"),
+    ({"max_recompute": 1.5}, "max_recompute must be a fraction"),
+    ({"max_recompute": True}, "max_recompute must be a fraction"),
+    ({"max_recompute": -0.01}, "max_recompute must be a fraction"),
 ])
 def test_backend_refuses_a_bad_option_when_called(offload_mlir, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -54,6 +57,12 @@ def test_backend_accepts_each_option_spelled_right(offload_mlir, tmp_path):
     # budget= alone plans to the budget; nothing at all plans hidden.
     assert offload_mlir.backend(budget=0.5).options.plan == "budget"
     assert offload_mlir.backend().options.plan == "hidden" == OffloadOptions.plan
+    # The joint plan's allowance and the instances reach the pipeline; the
+    # defaults are the pipeline's own and are left out.
+    assert "max-recompute" not in OffloadOptions().pipeline_options()
+    assert "saved-instances" not in OffloadOptions().pipeline_options()
+    options = offload_mlir.backend(max_recompute=0.015, saved_instances=8).options
+    assert "max-recompute=0.015 saved-instances=8" in options.pipeline_options()
 
 
 def _tiny():
