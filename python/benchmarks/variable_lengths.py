@@ -78,6 +78,9 @@ def main(argv=None) -> int:
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--dynamic", choices=["none", "true", "mark_dynamic"], default="none")
     p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--replan", type=int, default=0,
+                   help="backend(replan_far_from_hint=N): plan a graph again, at most N "
+                        "times, at a length 4x or more from every plan's hint")
     args = p.parse_args(argv)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
@@ -90,16 +93,19 @@ def main(argv=None) -> int:
     fns = {
         "plain": (torch.compile(plain, dynamic=dynamic), plain),
         "control": (torch.compile(control, dynamic=dynamic), control),
-        "offload": (torch.compile(offloaded, backend=offload_mlir.backend(), dynamic=dynamic),
+        "offload": (torch.compile(offloaded,
+                                  backend=offload_mlir.backend(replan_far_from_hint=args.replan),
+                                  dynamic=dynamic),
                     offloaded),
     }
+    first = len(offload_mlir.reports())
     for length in args.lengths:  # compile: static first, then the dynamic graph
         for fn, model in fns.values():
             _step(fn, model, *_batch(length, args.batch, args.vocab, mark))
-    hints = offload_mlir.last_report().get("size_hints")
+    hints = [r["size_hints"] for r in offload_mlir.reports()[first:] if r.get("size_hints")]
     print(f"TitanLM, Llama-3-8B-shaped, {args.layers} layers, batch {args.batch}, bf16, "
-          f"dynamic={args.dynamic}; the offload graph was planned at {hints}; "
-          f"{torch.cuda.get_device_name()}")
+          f"dynamic={args.dynamic}, replan_far_from_hint={args.replan}; the offload graph's "
+          f"dynamic plans were made at {hints}; {torch.cuda.get_device_name()}")
     print("| length | gradients (control, offload) | peak compile GiB | peak offload GiB "
           "| step compile ms | offload / compile | d2h GiB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -41,6 +41,8 @@ from . import capi, ops
 from .ir_plan import PlanReadError, read_step
 from .pin_order import installed_pass
 from .rebuild import RebuildError, rebuild_step
+from .replan import HintDispatch, PlanFarFromHintWarning, admitted_by, fake_inputs_at, \
+    input_hints, symbolic_input_dims
 
 __all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report", "reports",
            "BridgeWarning", "NothingOffloadedWarning", "PlanFarFromHintWarning",
@@ -191,6 +193,11 @@ class OffloadOptions:
     # a fraction of the step as it came (the pipeline's max-recompute, over
     # its max-slowdown of 0).
     max_recompute: float = 0.01
+    # A graph with symbolic sizes: the most times it is compiled again,
+    # planned at the sizes of a call far from every plan's hints
+    # (replan.HintDispatch). It decides which plan runs a call, not what a
+    # plan is, so it stays out of repr() and with it out of the cache key.
+    replan_far_from_hint: int = dataclasses.field(default=0, repr=False)
 
     def __post_init__(self):
         if self.plan not in ("all", "hidden", "budget"):
@@ -217,6 +224,13 @@ class OffloadOptions:
                 self.max_recompute, (int, float)) or not 0 <= self.max_recompute < 1:
             raise ValueError("max_recompute must be a fraction in [0, 1) of the step time, "
                              f"not {self.max_recompute!r}")
+        if isinstance(self.replan_far_from_hint, bool) \
+                or not isinstance(self.replan_far_from_hint, int) or self.replan_far_from_hint < 0:
+            raise ValueError("replan_far_from_hint must be a non-negative int, not "
+                             f"{self.replan_far_from_hint!r}")
+        if self.replan_far_from_hint and self.compiler != "inductor":
+            raise ValueError("replan_far_from_hint re-plans Inductor's compiles; "
+                             f"compiler={self.compiler!r} takes none")
         if self.budget is not None:
             _budget_option(self.budget)
         _check_report(self.report)
@@ -479,7 +493,7 @@ def _source_hash() -> str:
     h = hashlib.sha256(__version__.encode())
     here = os.path.dirname(__file__)
     for name in ("bridge.py", "rebuild.py", "ir_plan.py", "fx_export.py", "ops.py",
-                 "pin_order.py", "mlir_text.py"):
+                 "pin_order.py", "mlir_text.py", "replan.py"):
         with open(os.path.join(here, name), "rb") as f:
             h.update(f.read())
     # backend() has loaded both libraries before any partitioner exists:
@@ -498,16 +512,23 @@ except ImportError:  # pragma: no cover - torch older than 2.11
 class OffloadPartitioner(CustomPartitionerFn):
     """Inductor's min-cut partition, then the offload pipeline on its result."""
 
-    def __init__(self, options: OffloadOptions):
+    def __init__(self, options: OffloadOptions,
+                 planned_at: tuple[tuple[str, int], ...] = ()):
         self.options = options
+        # The size hints of a graph with dynamic shapes (replan.input_hints):
+        # its plan is made at them, so a compile of the same graph at other
+        # hints (a re-plan, or Dynamo's first call at another length) is
+        # another plan, with cache entries of its own.
+        self.planned_at = planned_at
 
     def uuid(self) -> Any:
         # Any change of options or of the project's code is a new plan.
         # The profile's content counts too: editing it changes the plan.
         profile = self.options.resolved_device_profile()
+        variant = f"planned_at={self.planned_at}" if self.planned_at else ""
         return hashlib.sha256(
             (repr(self.options) + str(profile) + _file_hash(profile)
-             + _source_hash()).encode()
+             + _source_hash() + variant).encode()
         ).hexdigest()
 
     def __call__(self, gm, joint_inputs, **kwargs):
@@ -599,66 +620,6 @@ def _donated_primals(joint_inputs: Sequence[Any]) -> set[str]:
     if not indices or _shapes(primals) != shapes:
         return set()
     return {f"primals_{i + 1}" for i in indices}
-
-
-class PlanFarFromHintWarning(UserWarning):
-    """A graph with dynamic shapes runs at a size far from the hint it was
-    planned at, where the plan may expose copies; the message says which."""
-
-
-# How far from its hint a size may run before the plan made at the hint is
-# flagged: 4x either way, where the cost model first predicts exposed copies
-# (docs/benchmarks/dynamic-hints/README.md) and an H200 measured 1.024x
-# (docs/benchmarks/variable-lengths-h200/README.md).
-FAR_FROM_HINT = 4.0
-
-
-def _symbolic_input_dims(gm: torch.fx.GraphModule) -> list[tuple[int, int, str, int]]:
-    """(input index, dim, symbol, hint) of each input size that is a plain
-    symbol of the graph Dynamo traced."""
-    dims = []
-    for i, node in enumerate(gm.graph.find_nodes(op="placeholder")):
-        value = node.meta.get("example_value")
-        if not isinstance(value, torch.Tensor):
-            continue
-        for d, size in enumerate(value.shape):
-            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
-                hint = size.node.hint
-                if isinstance(hint, int) and hint > 0:
-                    dims.append((i, d, str(size.node.expr), hint))
-    return dims
-
-
-def _flag_far_from_hint(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
-    """`compiled`, warning once (PlanFarFromHintWarning) the first time it
-    runs with a symbolic size FAR_FROM_HINT or more away from its hint."""
-    dims = _symbolic_input_dims(gm)
-    if not dims:
-        return compiled
-    said = False
-
-    def check(args: Sequence[Any]) -> None:
-        nonlocal said
-        for i, d, symbol, hint in dims:
-            size = args[i].shape[d] if i < len(args) and isinstance(args[i], torch.Tensor) \
-                else None
-            if size is None or hint / FAR_FROM_HINT < size < hint * FAR_FROM_HINT:
-                continue
-            said = True
-            warnings.warn(
-                f"offload_mlir: a graph planned at {symbol}={hint} runs at {symbol}={size}, "
-                f"{max(size / hint, hint / size):.1f}x from its hint, where the plan may "
-                "expose copies; for lengths this spread, pad to a few bucket lengths and "
-                "compile with dynamic=False (docs/training-recipes.md#variable-sequence-lengths)",
-                PlanFarFromHintWarning, stacklevel=2)
-            return
-
-    # Dynamo calls what the backend returns with the graph's inputs.
-    def run(*args):
-        if not said:
-            check(args)
-        return compiled(*args)
-    return run
 
 
 class NothingOffloadedWarning(UserWarning):
@@ -975,6 +936,7 @@ def backend(
     donate_activations: bool = False,
     saved_instances: int = 1,
     max_recompute: float = OffloadOptions.max_recompute,
+    replan_far_from_hint: int = 0,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -1016,7 +978,14 @@ def backend(
     device that many times, which is what they hold when forward ends, and
     so recomputes or offloads what a plan of one layer alone would keep),
     and `max_recompute` (plan="hidden": the step time recomputation and
-    copies together may add, a fraction of the step as it came; default 1%).
+    copies together may add, a fraction of the step as it came; default 1%),
+    and `replan_far_from_hint` (for a graph with dynamic shapes, planned at
+    its size hints: the most times it is compiled again, planned at the
+    sizes of a call FAR_FROM_HINT (4x) or more from every plan's hints; each
+    call then runs on the plan whose hints are nearest its sizes, among
+    those whose shape guards admit it. Each re-plan warns
+    (PlanFarFromHintWarning), as does the first far call once the bound is
+    spent; 0, the default, never re-plans and warns once).
     """
     if plan is None:
         plan = "budget" if budget is not None else OffloadOptions.plan
@@ -1030,6 +999,7 @@ def backend(
         inductor_config=tuple(sorted((inductor_config or {}).items())),
         recompute=recompute, prefetch=prefetch, donate_activations=donate_activations,
         saved_instances=saved_instances, max_recompute=max_recompute,
+        replan_far_from_hint=replan_far_from_hint,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing
@@ -1064,13 +1034,46 @@ def backend(
             with torch._functorch.config.patch(enable_autograd_cache=False), \
                     _donating(example_inputs):
                 return compile_fx(gm, example_inputs, config_patches=patches)
-        key = _plan_key(gm, example_inputs, partitioner.uuid(), mode)
 
-        def compile():
-            with _donating(example_inputs):
-                return compile_fx(gm, example_inputs, config_patches=patches)
-        return _flag_far_from_hint(
-            _compile_keeping_reports(key, compile, compile_inductor.options), gm)
+        def planned(inputs: Sequence[Any], partitioner: OffloadPartitioner) -> Callable:
+            key = _plan_key(gm, inputs, partitioner.uuid(), mode)
+
+            def compile():
+                with _donating(inputs):
+                    return compile_fx(gm, inputs, config_patches=patches
+                                      | {"custom_partitioner_fn": partitioner})
+            return _compile_keeping_reports(key, compile, compile_inductor.options)
+
+        dims = symbolic_input_dims(gm)
+        fakes = [p.meta.get("example_value") for p in gm.graph.find_nodes(op="placeholder")]
+        compiled = planned(example_inputs,
+                           OffloadPartitioner(partitioner.options, input_hints(fakes)))
+        if not dims:
+            return compiled
+        limit = compile_inductor.options.replan_far_from_hint
+
+        def replan(args: Sequence[Any]):
+            # The same graph, traced again at the sizes of `args` in a
+            # ShapeEnv of its own, as Dynamo recompiles a graph it
+            # specializes (OutputGraph's specialized_dispatch).
+            from torch._dynamo.utils import preserve_rng_state
+
+            try:
+                made = fake_inputs_at(gm, args)
+                if made is None:
+                    return None
+                inputs, shape_env = made
+                with preserve_rng_state():
+                    variant = planned(inputs, OffloadPartitioner(partitioner.options,
+                                                                 input_hints(inputs)))
+                return variant, admitted_by(shape_env, inputs)
+            except Exception as e:  # the first plan still runs every call
+                at = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
+                warnings.warn(f"offload_mlir: planning this graph again at {at} failed, it "
+                              f"runs on the plans it has: {type(e).__name__}: {e}",
+                              BridgeWarning, stacklevel=2)
+                return None
+        return HintDispatch(compiled, dims, replan if limit else None, limit)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor

@@ -90,6 +90,8 @@ SLOW = (
     "bridge/test_aot_cache.py",
     "bridge/test_checkpoint.py",
     "bridge/test_dynamic.py",
+    "bridge/test_replan.py::test_a_far_length_is_planned_again_within_the_bound",
+    "bridge/test_replan.py::test_a_replan_runs_only_the_calls_its_guards_admit",
     "bridge/test_joint_plan.py",
     "bridge/test_wheel.py",
 )
