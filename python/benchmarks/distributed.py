@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -60,7 +61,8 @@ GiB = 2**30
 def parse_row(row: str) -> dict[str, Any] | None:
     """The offload_mlir.backend() arguments of a row, None for Inductor's
     rows (`compile`, `compile-again`). `offload-mlir` takes `prefetch=1`
-    (loads start during the backward graph before) and `min_bytes=N`."""
+    (loads start during the backward graph before), `min_bytes=N`,
+    `instances=N` (backend(saved_instances=N)) and `max_recompute=X`."""
     family, _, opts = row.partition(":")
     if family in ("compile", "compile-again") and not opts:
         return None
@@ -74,8 +76,13 @@ def parse_row(row: str) -> dict[str, Any] | None:
             kw["prefetch"] = value == "1"
         elif key == "min_bytes" and value.isdigit():
             kw["min_bytes"] = int(value)
+        elif key == "instances" and value.isdigit() and int(value) >= 1:
+            kw["saved_instances"] = int(value)
+        elif key == "max_recompute" and re.fullmatch(r"0?\.[0-9]+|0", value):
+            kw["max_recompute"] = float(value)
         else:
-            raise ValueError(f"row {row!r}: offload-mlir takes prefetch=0 or 1, min_bytes=N")
+            raise ValueError(f"row {row!r}: offload-mlir takes prefetch=0 or 1, min_bytes=N, "
+                             "instances=N, max_recompute=X")
     return kw
 
 

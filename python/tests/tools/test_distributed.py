@@ -45,7 +45,10 @@ def test_rows_and_their_options_are_checked():
     assert distributed.parse_row("compile") is None
     assert distributed.parse_row("offload-mlir:min_bytes=0:prefetch=1") == {
         "min_bytes": 0, "prefetch": True}
-    for bad in ("eager", "compile:amb=0.5", "offload-mlir:plan=all", "offload-mlir:min_bytes=x"):
+    assert distributed.parse_row("offload-mlir:instances=8:max_recompute=0.025") == {
+        "saved_instances": 8, "max_recompute": 0.025}
+    for bad in ("eager", "compile:amb=0.5", "offload-mlir:plan=all", "offload-mlir:min_bytes=x",
+                "offload-mlir:instances=0", "offload-mlir:max_recompute=2"):
         with pytest.raises(ValueError):
             distributed.parse_row(bad)
 
