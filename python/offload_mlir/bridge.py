@@ -41,8 +41,8 @@ from . import capi, ops
 from .ir_plan import PlanReadError, read_step
 from .pin_order import installed_pass
 from .rebuild import RebuildError, rebuild_step
-from .replan import HintDispatch, PlanFarFromHintWarning, admitted_by, fake_inputs_at, \
-    input_hints, symbolic_input_dims
+from .replan import HintDispatch, PlanFarFromHintWarning, admitted_by, dynamo_shape_env, \
+    fake_inputs_at, guards_on, input_hints, symbolic_input_dims
 
 __all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report", "reports",
            "BridgeWarning", "NothingOffloadedWarning", "PlanFarFromHintWarning",
@@ -1058,17 +1058,23 @@ def backend(
             # specializes (OutputGraph's specialized_dispatch).
             from torch._dynamo.utils import preserve_rng_state
 
+            at = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
             try:
                 made = fake_inputs_at(gm, args)
                 if made is None:
                     return None
                 inputs, shape_env = made
+                dynamo_env = dynamo_shape_env(gm)
+                before = guards_on(dynamo_env)
                 with preserve_rng_state():
                     variant = planned(inputs, OffloadPartitioner(partitioner.options,
                                                                  input_hints(inputs)))
+                if guards_on(dynamo_env) != before:
+                    # Something read Dynamo's fake values and decided on
+                    # them: no guard of the re-plan's own checks that.
+                    raise RuntimeError("the compile added guards to Dynamo's ShapeEnv")
                 return variant, admitted_by(shape_env, inputs)
             except Exception as e:  # the first plan still runs every call
-                at = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
                 warnings.warn(f"offload_mlir: planning this graph again at {at} failed, it "
                               f"runs on the plans it has: {type(e).__name__}: {e}",
                               BridgeWarning, stacklevel=2)

@@ -14,7 +14,8 @@ symbols hint at the call's sizes (`fake_inputs_at`), so every guard its
 compile makes (AOTAutograd's, Inductor's) lands in that ShapeEnv. The guards
 it produces (`ShapeEnv.produce_guards_expression`) are checked before the
 variant runs a call; a call that no variant admits runs on the first plan,
-which Dynamo's own guards admit.
+which Dynamo's own guards admit. The re-plan's compile must add no guard to
+Dynamo's ShapeEnv (`guards_on`), which nothing would check.
 """
 
 from __future__ import annotations
@@ -68,6 +69,24 @@ def input_hints(values: Sequence[Any]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(hints.items()))
 
 
+def dynamo_shape_env(gm: torch.fx.GraphModule) -> Any:
+    """The ShapeEnv Dynamo traced `gm` in (its placeholders' symbols'), or
+    None for a graph without symbolic inputs."""
+    for node in gm.graph.find_nodes(op="placeholder"):
+        x = node.meta.get("example_value")
+        for size in (x.shape if isinstance(x, torch.Tensor) else [x]):
+            if isinstance(size, torch.SymInt):
+                return size.node.shape_env
+    return None
+
+
+def guards_on(shape_env: Any) -> tuple[int, int]:
+    """How many guards `shape_env` holds and how many it ignored, frozen, as
+    Dynamo's is once Dynamo has built its guards: a compile that adds to
+    either relies on Dynamo's symbols where no guard checks it."""
+    return len(shape_env.guards), shape_env.counter["ignored_backward_guard"]
+
+
 def fake_inputs_at(gm: torch.fx.GraphModule,
                    args: Sequence[Any]) -> tuple[list[Any], Any] | None:
     """Fake inputs for `gm` shaped as `args`, Dynamo's runtime inputs, and
@@ -90,9 +109,7 @@ def fake_inputs_at(gm: torch.fx.GraphModule,
 
     placeholders = gm.graph.find_nodes(op="placeholder")
     example_inputs = [p.meta.get("example_value") for p in placeholders]
-    old_env = next((s.node.shape_env for x in example_inputs
-                    for s in (x.shape if isinstance(x, torch.Tensor) else [x])
-                    if isinstance(s, torch.SymInt)), None)
+    old_env = dynamo_shape_env(gm)
     if old_env is None or len(args) != len(example_inputs):
         return None
     settings = {f.name: getattr(old_env.settings, f.name)

@@ -214,3 +214,21 @@ def test_a_replan_runs_only_the_calls_its_guards_admit(offload_mlir):
     assert_bit_identical(baseline, result, steps)
     hints = [r["size_hints"] for r in offload_mlir.reports()[first:] if r.get("size_hints")]
     assert sorted(hints[0].values()) == [4, 16] and list(hints[1].values()) == [4], hints
+
+
+def test_guards_on_counts_the_guards_a_shape_env_adds_or_ignores_frozen():
+    # The re-plan's compile must add none to Dynamo's ShapeEnv (frozen by
+    # then): bridge.backend's replan discards a variant that did.
+    from torch._dynamo.source import LocalSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    from offload_mlir.replan import guards_on
+
+    env = ShapeEnv()
+    n = env.create_unspecified_symint_and_symbol(8, LocalSource("n"), DimDynamic.DYNAMIC)
+    made, ignored = guards_on(env)
+    assert bool(n > 4)
+    assert guards_on(env) == (made + 1, ignored)
+    env.freeze()
+    assert bool(n > 5)
+    assert guards_on(env)[1] == ignored + 1
