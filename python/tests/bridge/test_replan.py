@@ -27,17 +27,21 @@ from tests.bridge.helpers import (  # noqa: E402
 # near either plan, and 2 (4x below 8, 5x below 10, 32x below 64: far from
 # both plans, where the bound of one re-plan stops a second).
 LENGTHS = (8, 10, 64, 12, 60, 2)
-DYNAMIC = {"none": None, "true": True}
+DYNAMIC = {"none": None, "true": True, "mark_dynamic": False}
 
 
 def _model():
     return models.TitanLM(tiny_llama_config(), n_layers=1, max_seq=64, vocab=96)
 
 
-def _batch(length: int):
+def _batch(length: int, mark: bool = False):
     g = torch.Generator().manual_seed(length)
     tokens = torch.randint(0, 96, (2, length + 1), generator=g)
-    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    if mark:
+        torch._dynamo.mark_dynamic(x, 1)
+        torch._dynamo.mark_dynamic(y, 1)
+    return x, y
 
 
 def _train(offload_mlir, backend, mode):
@@ -55,8 +59,8 @@ def _train(offload_mlir, backend, mode):
                                    if issubclass(w.category, offload_mlir.PlanFarFromHintWarning)]
             caught.clear()
 
-        result = train_adamw(_model, lambda i: _batch(LENGTHS[i]), backend, len(LENGTHS),
-                             dynamic=DYNAMIC[mode], on_step=record)
+        result = train_adamw(_model, lambda i: _batch(LENGTHS[i], mode == "mark_dynamic"),
+                             backend, len(LENGTHS), dynamic=DYNAMIC[mode], on_step=record)
     return result, moved, said
 
 
@@ -65,13 +69,15 @@ def _dynamic_hints(reports):
     return [sorted(r["size_hints"].values()) for r in reports if r.get("size_hints")]
 
 
-@pytest.mark.parametrize("mode", ["none", "true"])
+@pytest.mark.parametrize("mode", ["none", "true", "mark_dynamic"])
 def test_a_far_length_is_planned_again_within_the_bound(offload_mlir, mode):
-    baseline = train_adamw(_model, lambda i: _batch(LENGTHS[i]), "inductor", len(LENGTHS),
-                           dynamic=DYNAMIC[mode])
+    def plain():
+        return train_adamw(_model, lambda i: _batch(LENGTHS[i], mode == "mark_dynamic"),
+                           "inductor", len(LENGTHS), dynamic=DYNAMIC[mode])
+
+    baseline = plain()
     steps = [f"length {n}" for n in LENGTHS]
-    assert_bit_identical(baseline, train_adamw(_model, lambda i: _batch(LENGTHS[i]), "inductor",
-                                               len(LENGTHS), dynamic=DYNAMIC[mode]), steps)
+    assert_bit_identical(baseline, plain(), steps)
     first = len(offload_mlir.reports())
     with no_fallback(offload_mlir):
         result, moved, said = _train(
@@ -84,7 +90,7 @@ def test_a_far_length_is_planned_again_within_the_bound(offload_mlir, mode):
     # report gives the hint it was planned at). dynamic=True also makes the
     # batch (2) a symbol.
     hint = 10 if mode == "none" else 8
-    batch = [] if mode == "none" else [2]
+    batch = [2] if mode == "true" else []
     assert _dynamic_hints(offload_mlir.reports()[first:]) == \
         [sorted(batch + [hint]), sorted(batch + [64])]
     # 64 re-plans, and says so; 60 runs on that plan (nothing said); 2 is
