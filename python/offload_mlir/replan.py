@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -56,28 +56,27 @@ def symbolic_input_dims(gm: torch.fx.GraphModule) -> list[tuple[int, int, str, i
     return dims
 
 
+def _symbolic_sizes(values: Sequence[Any]) -> Iterator[torch.SymInt]:
+    """The symbolic tensor sizes and symbolic integers among `values`."""
+    for v in values:
+        for size in (v.shape if isinstance(v, torch.Tensor) else [v]):
+            if isinstance(size, torch.SymInt):
+                yield size
+
+
 def input_hints(values: Sequence[Any]) -> tuple[tuple[str, int], ...]:
     """The hint of each size symbol among `values` (tensor sizes and
     symbolic integers), by name: what a plan of a graph with these fake
     inputs is made at."""
-    hints = {}
-    for v in values:
-        for size in (v.shape if isinstance(v, torch.Tensor) else [v]):
-            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol \
-                    and isinstance(size.node.hint, int):
-                hints[str(size.node.expr)] = size.node.hint
-    return tuple(sorted(hints.items()))
+    return tuple(sorted({str(s.node.expr): s.node.hint for s in _symbolic_sizes(values)
+                         if s.node.expr.is_Symbol and isinstance(s.node.hint, int)}.items()))
 
 
 def dynamo_shape_env(gm: torch.fx.GraphModule) -> Any:
     """The ShapeEnv Dynamo traced `gm` in (its placeholders' symbols'), or
     None for a graph without symbolic inputs."""
-    for node in gm.graph.find_nodes(op="placeholder"):
-        x = node.meta.get("example_value")
-        for size in (x.shape if isinstance(x, torch.Tensor) else [x]):
-            if isinstance(size, torch.SymInt):
-                return size.node.shape_env
-    return None
+    values = [p.meta.get("example_value") for p in gm.graph.find_nodes(op="placeholder")]
+    return next((s.node.shape_env for s in _symbolic_sizes(values)), None)
 
 
 def guards_on(shape_env: Any) -> tuple[int, int]:
