@@ -404,8 +404,11 @@ void StepModelBuilder::addForward(const TrainingStep &step) {
   Block &forward = step.getForward().getFunctionBody().front();
   for (BlockArgument arg : forward.getArguments())
     refs[arg] = newBuffer(arg.getType(), -1, !isDonatedArgument(arg));
+  // offload-plan's placements (offload.placement) do nothing when the step
+  // runs: the model has no position for them.
   for (Operation &op : forward.without_terminator())
-    addOp(&op, false);
+    if (!isa<PlacementOp>(op))
+      addOp(&op, false);
   model.numForwardOps = model.ops.size();
   int lastForward = int(model.numForwardOps) - 1;
   for (PlannedCopy &copy : model.planInIR.copies)
@@ -488,7 +491,8 @@ StepModelBuilder::addBackward(const TrainingStep &step) {
     refs[arg] = buffer;
   }
   for (Operation &op : backward.without_terminator())
-    addOp(&op, true);
+    if (!isa<PlacementOp>(op))
+      addOp(&op, true);
   int lastPos = int(model.ops.size()) - 1;
   llvm::SmallDenseSet<unsigned> returnedLinks;
   for (Value operand : backward.getTerminator()->getOperands()) {

@@ -176,12 +176,14 @@ static Position positionOf(Operation *op, const OpIndex &index) {
   return position;
 }
 
+/// A copy, a wait, or offload-plan's record of where copies go.
 static bool isCopyOp(Operation *op) {
-  return isa_and_nonnull<OffloadToCpuOp, LoadToGpuOp, WaitOp>(op) ||
+  return isa_and_nonnull<OffloadToCpuOp, LoadToGpuOp, WaitOp, PlacementOp>(
+             op) ||
          isCopyStart(op);
 }
 
-/// The first op after `op` that is not a copy or a wait.
+/// The first op after `op` that is not a copy, a wait or a placement.
 static Operation *nextComputeOp(Operation *op) {
   Operation *next = op->getNextNode();
   while (isCopyOp(next))

@@ -520,6 +520,23 @@ public:
     return success();
   }
 };
+
+/// offload-plan's placements are for offload-schedule-copies, which erases
+/// every one; one that reaches the lowering (the pipeline ran without the
+/// scheduling) places nothing, and is dropped with a remark.
+class PlacementLowering : public ConvertOpToLLVMPattern<PlacementOp> {
+public:
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(PlacementOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    op.emitRemark() << "offload-schedule-copies did not consume this "
+                       "placement; it places nothing and is dropped";
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
 } // namespace
 
 void mlir::offload::populateOffloadMemorySpaceConversion(
@@ -542,7 +559,7 @@ void mlir::offload::populateOffloadToLLVMConversionPatterns(
                OffloadLowering<OffloadStartOp>, LoadLowering<LoadBufferOp>,
                LoadLowering<LoadStartOp>, GroupLowering<OffloadGroupStartOp>,
                GroupLowering<LoadGroupStartOp>, WaitLowering,
-               HostDeallocLowering>(typeConverter);
+               HostDeallocLowering, PlacementLowering>(typeConverter);
 }
 
 namespace {
@@ -606,7 +623,7 @@ struct ConvertOffloadToLLVM
     target.addLegalDialect<LLVM::LLVMDialect>();
     target.addIllegalOp<OffloadBufferOp, LoadBufferOp, OffloadStartOp,
                         LoadStartOp, OffloadGroupStartOp, LoadGroupStartOp,
-                        WaitOp>();
+                        WaitOp, PlacementOp>();
     target.addDynamicallyLegalOp<memref::DeallocOp>([](memref::DeallocOp op) {
       return !isHostMemRefType(op.getMemref().getType());
     });

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -20,10 +21,28 @@ using namespace mlir::offload;
 
 #include "offload/Dialect/Offload/IR/OffloadOpsDialect.cpp.inc"
 
+#include "offload/Dialect/Offload/IR/OffloadEnums.cpp.inc"
+
 MLIR_DEFINE_EXPLICIT_TYPE_ID(::mlir::offload::CopyResource)
+MLIR_DEFINE_EXPLICIT_TYPE_ID(::mlir::offload::PlacementResource)
 
 #define GET_ATTRDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
+
+namespace {
+/// Inlining a function keeps its placements (`offload.placement`): they
+/// record a plan and do nothing, so they never stop the inliner.
+/// offload-schedule-copies drops the copies that land outside a training
+/// step, with a remark. The copy ops are not inlined.
+struct OffloadInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+
+  bool isLegalToInline(Operation *op, Region *, bool,
+                       IRMapping &) const final {
+    return isa<PlacementOp>(op);
+  }
+};
+} // namespace
 
 void OffloadDialect::initialize() {
   addOperations<
@@ -39,6 +58,7 @@ void OffloadDialect::initialize() {
 #include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
       >();
   registerTypes();
+  addInterfaces<OffloadInlinerInterface>();
 
   // The models of upstream interfaces live with the code that needs them
   // (OffloadDialectTransforms: bufferization of the ops and of the future

@@ -12,6 +12,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -463,6 +464,29 @@ LogicalResult LoadGroupStartOp::verify() {
       return emitOpError()
              << "starts a load that is never waited: each future must be read "
                 "by one 'offload.wait' in this block";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PlacementOp
+//===----------------------------------------------------------------------===//
+
+/// Local checks only: where a placement stands, and whether its step has
+/// the saved values it names, is offload-schedule-copies' to judge (other
+/// passes move and copy placements; one that places nothing is dropped with
+/// a remark, not rejected).
+LogicalResult PlacementOp::verify() {
+  ArrayRef<int64_t> saved = getSaved();
+  if (saved.empty())
+    return emitOpError() << "names no saved value";
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t index : saved) {
+    if (index < 0)
+      return emitOpError() << "names saved value " << index
+                           << "; saved value indices are >= 0";
+    if (!seen.insert(index).second)
+      return emitOpError() << "names saved value " << index << " twice";
   }
   return success();
 }

@@ -18,6 +18,8 @@
 
 #include "offload/Dialect/Offload/IR/OffloadOpsDialect.h.inc"
 
+#include "offload/Dialect/Offload/IR/OffloadEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadAttrs.h.inc"
 
@@ -114,10 +116,20 @@ struct CopyResource : public SideEffects::Resource::Base<CopyResource> {
   StringRef getName() final { return "offload.copies"; }
 };
 
+/// The placements offload-plan records, as a side-effect resource: each
+/// `offload.placement` writes it and nothing else touches it, so placements
+/// are never dead code and keep their order among themselves, while every
+/// other op commutes with them (see `offload.placement`).
+struct PlacementResource
+    : public SideEffects::Resource::Base<PlacementResource> {
+  StringRef getName() final { return "offload.placements"; }
+};
+
 } // namespace offload
 } // namespace mlir
 
 MLIR_DECLARE_EXPLICIT_TYPE_ID(::mlir::offload::CopyResource)
+MLIR_DECLARE_EXPLICIT_TYPE_ID(::mlir::offload::PlacementResource)
 
 #include "offload/Dialect/Offload/IR/OffloadTypeInterfaces.h.inc"
 

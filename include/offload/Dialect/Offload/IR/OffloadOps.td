@@ -11,6 +11,7 @@ include "offload/Dialect/Offload/IR/OffloadDialect.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/BuiltinTypeInterfaces.td"
 include "offload/Dialect/Offload/IR/OffloadTypeInterfaces.td"
 
@@ -411,6 +412,67 @@ def Offload_WaitOp : Offload_Op<"wait", [
   let arguments = (ins Arg<Offload_AnyFuture, "the copy it waits for">:$future);
   let results = (outs AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Recorded placements
+//===----------------------------------------------------------------------===//
+
+// The placements offload-plan records (mlir::offload::PlacementResource,
+// OffloadDialect.h). Each `offload.placement` writes it; no other op touches
+// it, so a placement keeps its place among the others and is never dead code,
+// while every other op moves across it as if it were not there.
+def Offload_PlacementResource : Resource<"::mlir::offload::PlacementResource">;
+
+def Offload_PlacementKind : I32EnumAttr<"PlacementKind",
+    "which copy ops an offload.placement places", [
+      I32EnumAttrCase<"LoadStarts", 0, "load_starts">,
+      I32EnumAttrCase<"OffloadWaits", 1, "offload_waits">]> {
+  let cppNamespace = "::mlir::offload";
+}
+
+def Offload_PlacementOp : Offload_Op<"placement", [
+    MemoryEffects<[MemWrite<Offload_PlacementResource>]>]> {
+  let summary = "Where offload-plan places the copies of saved values";
+  let description = [{
+    Records, at the point where it stands, where the plan `offload-plan`
+    chose puts copies that do not exist yet, for `offload-schedule-copies`
+    to put them there: one source of truth for the planner's prediction and
+    the scheduled IR. `saved` names saved values by their index among the
+    step's saved results (0 is the first result past `offload.num_outputs`),
+    each at most once. Of kind `load_starts`, in backward: the loads of
+    these saved values start here, in this order. Of kind `offload_waits`,
+    in forward: the offloads of these saved values are waited for here.
+
+    ```mlir
+    offload.placement load_starts [0, 2]
+    %e = trace.op "aten.mm.default"(%d, %d) : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+    ```
+
+    It is an op and not an attribute on the op after it, so other passes
+    between the plan and the scheduling cannot lose it or let it stop them:
+    it has no operands or results, and its one effect is a write of its own
+    resource, `offload.placements`. So canonicalization and CSE keep it
+    (never dead, never merged with another), loop-invariant code motion does
+    not hoist it, and it stops none of them from merging, folding or
+    hoisting the ops around it (effect-free ops cross it; note that upstream
+    CSE merges two ops that only read memory only when no op between them
+    writes any resource). The inliner may inline it.
+
+    The passes keep it where it makes sense and drop it elsewhere, never
+    failing on it: `offload-plan` replaces a step's placements with those of
+    its new plan; `offload-insert-offloads` renumbers `saved` when saved
+    values leave the interface; `offload-schedule-copies` places the copies
+    and erases every placement in the module, with a remark for one that
+    places nothing (not at the top level of a step's forward or backward,
+    of the wrong kind there, or naming a saved value the step does not
+    have; the copies it would have placed are then placed by the cost model,
+    with a remark each). The lowering to LLVM erases any placement left,
+    with a remark; bufferization leaves it as it is (it has no tensors).
+  }];
+  let arguments = (ins Offload_PlacementKind:$kind, DenseI64ArrayAttr:$saved);
+  let assemblyFormat = "$kind $saved attr-dict";
   let hasVerifier = 1;
 }
 
