@@ -28,7 +28,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 namespace offload {
@@ -132,37 +131,6 @@ static void rebuildMembers(const TrainingStep &step,
   }
 }
 
-/// Renumbers the saved values that offload-plan's placement stamps name
-/// (OffloadDialect::kLoadStartsAttrName, kOffloadWaitsAttrName) once the
-/// results in `dropped` leave the interface: a dropped member of a shared
-/// copy becomes its leader, whose copy now carries it.
-static void renumberPlacementStamps(
-    const TrainingStep &step, const llvm::BitVector &dropped,
-    const llvm::DenseMap<unsigned, const SharedStorageCopy *> &sharedOf) {
-  unsigned numSaved = step.getNumSaved(), numOutputs = step.getNumOutputs();
-  SmallVector<int64_t> renumbered(numSaved);
-  int64_t next = 0;
-  for (unsigned i = 0; i < numSaved; ++i)
-    if (!dropped.test(numOutputs + i))
-      renumbered[i] = next++;
-  for (unsigned i = 0; i < numSaved; ++i)
-    if (dropped.test(numOutputs + i))
-      renumbered[i] = renumbered[sharedOf.lookup(i)->leader];
-  for (FunctionOpInterface function : {step.getForward(), step.getBackward()})
-    for (Operation &op : function.getFunctionBody().front())
-      for (StringRef name : {OffloadDialect::kLoadStartsAttrName,
-                             OffloadDialect::kOffloadWaitsAttrName}) {
-        auto indices = op.getAttrOfType<DenseI64ArrayAttr>(name);
-        if (!indices)
-          continue;
-        llvm::SetVector<int64_t> mapped;
-        for (int64_t index : indices.asArrayRef())
-          mapped.insert(index < int64_t(numSaved) ? renumbered[index] : index);
-        op.setAttr(name, DenseI64ArrayAttr::get(op.getContext(),
-                                                mapped.getArrayRef()));
-      }
-}
-
 static LogicalResult insertOffloads(const TrainingStep &step) {
   FunctionOpInterface forward = step.getForward();
   FunctionOpInterface backward = step.getBackward();
@@ -246,8 +214,12 @@ static LogicalResult insertOffloads(const TrainingStep &step) {
           result.setType(type);
   }
   if (dropped.any()) {
-    renumberPlacementStamps(step, dropped, sharedOf);
-    step.dropSavedResults(dropped);
+    // A dropped member's copy is its leader's (offload-plan's placements
+    // name the leader for it from now on).
+    SmallVector<int> carrierOf(step.getNumSaved(), -1);
+    for (auto [member, copy] : sharedOf)
+      carrierOf[member] = copy->leader;
+    step.dropSavedResults(dropped, carrierOf);
   }
   return success();
 }

@@ -14,7 +14,8 @@
 // giving the smallest peak it could reach. With plan=hidden, the predicted
 // step time grows by at most max-slowdown. The plan=all default changes
 // nothing. With schedule=true, where the plan places its copies is recorded
-// on the ops they go before (recordPlacements), for offload-schedule-copies.
+// as `offload.placement` ops where they go (recordPlacements), for
+// offload-schedule-copies; a new plan erases the placements of the old one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,6 @@
 #include "offload/Analysis/Recompute.h"
 #include "offload/Analysis/SharedStorage.h"
 #include "offload/Analysis/StepSimulation.h"
-#include "offload/Analysis/Views.h"
 #include "offload/Dialect/Tensor/StorageViewOpInterfaceImpl.h"
 #include "offload/Transforms/Passes.h"
 #include "offload/Transforms/Recompute.h"
@@ -128,8 +128,8 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     for (const TrainingStep &step : steps) {
       if (failed(checkNoCopies(step)))
         return signalPassFailure();
-      removePlacements(step.getForward());
-      removePlacements(step.getBackward());
+      erasePlacements(step.getForward());
+      erasePlacements(step.getBackward());
     }
     for (const TrainingStep &step : steps)
       if (failed(planStepJointly(step, costModel, execution, mode,
@@ -550,31 +550,21 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     return success();
   }
 
-  /// Records where `plan` places its copies as attributes on the ops they
-  /// go before (OffloadDialect::kLoadStartsAttrName, kOffloadWaitsAttrName),
-  /// for offload-schedule-copies. Each names every saved value the copy
-  /// carries (a shared copy carries several). Positions of the model before
-  /// the copies exist are ops that the passes in between keep in order,
-  /// except views, which offload-reorder-backward moves: a copy placed
-  /// before a view goes before the next op that is no view (views take no
-  /// time and hold no memory of their own), and never a constant, which
-  /// canonicalization may fold or hoist. A copy placed at the end of its
-  /// function is recorded on the terminator, so every copy has a placement
-  /// and offload-schedule-copies can tell a lost one.
+  /// Records where `plan` places its copies, for offload-schedule-copies:
+  /// an `offload.placement` right before the op at each position where
+  /// loads start (in backward, in issue order) or offloads are waited for (in
+  /// forward), before the terminator for those at the end of their function,
+  /// so that every copy has a placement and offload-schedule-copies can tell
+  /// a lost one. Each names every saved value the copy carries (a shared copy
+  /// carries several). The placement stays where it is whatever other passes
+  /// do to the ops beside it: offload-reorder-backward sinks views past it,
+  /// canonicalization folds or hoists the op after it.
   void recordPlacements(const TrainingStep &step, const StepModel &model,
                         const CopyPlan &plan) {
     unsigned numOps = model.getNumOps(), numForward = model.getNumForwardOps();
-    // The op at or after `pos` that the passes in between keep: no view, and
-    // no constant (canonicalization folds, hoists and merges those); the
-    // terminator of `block` if none is.
-    auto anchorAt = [&](unsigned pos, unsigned end,
-                        FunctionOpInterface function) -> Operation * {
-      for (; pos < end; ++pos) {
-        Operation *op = model.getOp(pos);
-        if (!getViewSource(op) && !op->hasTrait<OpTrait::ConstantLike>())
-          return op;
-      }
-      return function.getFunctionBody().front().getTerminator();
+    auto opAt = [&](unsigned pos, unsigned end, FunctionOpInterface function) {
+      return pos < end ? model.getOp(pos)
+                       : function.getFunctionBody().front().getTerminator();
     };
     SmallVector<SmallVector<int64_t>> carried(plan.copies.size());
     for (unsigned l = 0, e = step.getNumSaved(); l < e; ++l) {
@@ -598,27 +588,24 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
         offloadWaits;
     // Loads started at their waits too: offload-schedule-copies issues the
     // loads of a position in the recorded order.
-    for (unsigned index : loads) {
-      const PlannedCopy &copy = plan.copies[index];
+    for (unsigned index : loads)
       llvm::append_range(
-          loadStarts[anchorAt(copy.issuePos, numOps, step.getBackward())],
+          loadStarts[opAt(plan.copies[index].issuePos, numOps,
+                          step.getBackward())],
           carried[index]);
-    }
-    for (auto [index, copy] : llvm::enumerate(plan.copies)) {
-      if (copy.kind != PlannedCopy::Kind::Offload)
-        continue;
-      llvm::append_range(
-          offloadWaits[anchorAt(std::min(copy.waitPos, numForward), numForward,
-                                step.getForward())],
-          carried[index]);
-    }
-    Builder builder(&getContext());
-    for (auto &[op, indices] : loadStarts)
-      op->setAttr(OffloadDialect::kLoadStartsAttrName,
-                  builder.getDenseI64ArrayAttr(indices));
-    for (auto &[op, indices] : offloadWaits)
-      op->setAttr(OffloadDialect::kOffloadWaitsAttrName,
-                  builder.getDenseI64ArrayAttr(indices));
+    for (auto [index, copy] : llvm::enumerate(plan.copies))
+      if (copy.kind == PlannedCopy::Kind::Offload)
+        llvm::append_range(offloadWaits[opAt(std::min(copy.waitPos, numForward),
+                                             numForward, step.getForward())],
+                           carried[index]);
+    OpBuilder builder(&getContext());
+    for (auto [kind, points] :
+         {std::pair(PlacementKind::LoadStarts, &loadStarts),
+          std::pair(PlacementKind::OffloadWaits, &offloadWaits)})
+      for (auto &[op, indices] : *points) {
+        builder.setInsertionPoint(op);
+        PlacementOp::create(builder, op->getLoc(), kind, indices);
+      }
   }
 
   /// planStepJointly: the peak of the step before its recomputation, while

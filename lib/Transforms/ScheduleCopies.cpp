@@ -32,9 +32,12 @@
 // with the same rule (StepModel::getLoadIssueFloor, getOffloadWaitFloor), and
 // each move checks it against the ops it crosses. Nothing else moves, so
 // dominance and the order of effects hold. Where offload-plan recorded its
-// placements (OffloadDialect::kLoadStartsAttrName, kOffloadWaitsAttrName),
-// the copies go there instead, under the same effects rule, and the stamps
-// are removed.
+// placements (`offload.placement`), the copies go there instead, under the
+// same effects rule; a copy without one is placed by the cost model, with a
+// remark. No `offload.placement` is left in the module: one that places
+// nothing (not at the top level of a step's forward or backward, of the
+// wrong kind there, naming a saved value the step does not have) is dropped
+// with a remark.
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,12 +124,16 @@ static Operation *getReachableAnchor(Operation *op, Operation *anchor) {
 }
 
 /// getReachableAnchor for a copy start or wait that the model placed at
-/// `target`: where `target` is at or below `floor`, the model's last op a
+/// `target` (or an `offload.placement` placed it there, right before the
+/// model's op): where that op is at or below `floor`, the model's last op a
 /// copy may not cross, every op between commutes with the copy and the walk
 /// over them (quadratic over a large step's copies) is skipped.
 static Operation *getReachableAnchor(const StepModel &model, Operation *op,
                                      Operation *target, unsigned floor) {
-  std::optional<unsigned> pos = model.getPosition(target);
+  Operation *modelOp = target;
+  while (isa<PlacementOp>(modelOp))
+    modelOp = modelOp->getNextNode();
+  std::optional<unsigned> pos = model.getPosition(modelOp);
   if (pos && *pos >= floor)
     return target;
   return getReachableAnchor(op, target);
@@ -157,51 +164,54 @@ static void moveOffloadWaits(const StepModel &model, const CopyPlan &plan,
   }
 }
 
-/// The saved values a stamp of offload-plan names (see
-/// OffloadDialect::kLoadStartsAttrName), or nothing where `op` has none; an
-/// error where one names a saved value the step does not have.
-static FailureOr<ArrayRef<int64_t>> getStamp(Operation *op, StringRef name,
-                                             unsigned numSaved) {
-  auto indices = op->getAttrOfType<DenseI64ArrayAttr>(name);
-  if (!indices)
-    return ArrayRef<int64_t>();
-  for (int64_t index : indices.asArrayRef())
-    if (index >= int64_t(numSaved))
-      return op->emitError() << "'" << name << "' names saved value " << index
+/// The saved values `placement`, at the top level of `step`'s forward
+/// (`kind` OffloadWaits) or backward (LoadStarts), places there; a remark
+/// for what it cannot place: all of it if it is of the other kind, the
+/// saved values the step does not have.
+static SmallVector<int64_t> getPlacedValues(PlacementOp placement,
+                                            PlacementKind kind,
+                                            unsigned numSaved) {
+  if (placement.getKind() != kind) {
+    placement.emitRemark()
+        << "a placement of " << stringifyPlacementKind(placement.getKind())
+        << " in " << (kind == PlacementKind::LoadStarts ? "backward" : "forward")
+        << " places nothing: loads start in backward, offloads are waited "
+           "for in forward";
+    return {};
+  }
+  SmallVector<int64_t> values;
+  for (int64_t index : placement.getSaved()) {
+    if (index < int64_t(numSaved))
+      values.push_back(index);
+    else
+      placement.emitRemark() << "names saved value " << index
                              << ", but the step saves " << numSaved;
-  return indices.asArrayRef();
-}
-
-/// Removes offload-plan's placement stamps from `step`.
-static void dropRecordedPlacements(const TrainingStep &step) {
-  removePlacements(step.getForward());
-  removePlacements(step.getBackward());
+  }
+  return values;
 }
 
 /// Places the copies where offload-plan recorded them: each load start of a
-/// saved value named by a `load_starts` stamp right before the stamped op
-/// (in the stamp's order), each offload wait named by an `offload_waits`
-/// stamp right before its op; then removes the stamps. A copy stays where it
-/// is if the stamped op is not between its start and its wait (the IR
-/// changed since the plan), and moves only as far as the ops it crosses
-/// commute with it. A stamp on a constant is not a placement (other passes
-/// fold and hoist constants). Adds each copy op it placed (a load start, an
-/// offload wait) to `placed`, and sets `found` if the step has any stamp.
-static LogicalResult
-placeAsRecorded(const TrainingStep &step, const StepModel &model,
-                llvm::SmallPtrSetImpl<Operation *> &placed, bool &found) {
+/// saved value a `load_starts` placement in backward names right where the
+/// placement stands (in its order), each offload wait an `offload_waits`
+/// placement in forward names right where it stands; then erases those
+/// placements. Only placements at the top level of the two functions count.
+/// A copy stays where it is if its placement is not between its start and
+/// its wait (the IR changed since the plan), and moves only as far as the
+/// ops it crosses commute with it. Adds each copy op it placed (a load
+/// start, an offload wait) to `placed`, and sets `found` if the step has any
+/// placement.
+static void placeAsRecorded(const TrainingStep &step, const StepModel &model,
+                            llvm::SmallPtrSetImpl<Operation *> &placed,
+                            bool &found) {
   unsigned numSaved = step.getNumSaved();
   Block &forward = step.getForward().getFunctionBody().front();
   Block &backward = step.getBackward().getFunctionBody().front();
-  StringRef loadName = OffloadDialect::kLoadStartsAttrName;
-  StringRef waitName = OffloadDialect::kOffloadWaitsAttrName;
-  found = false;
+  SmallVector<PlacementOp> placements;
   for (Block *block : {&forward, &backward})
-    for (Operation &op : *block)
-      if (op.hasAttr(loadName) || op.hasAttr(waitName))
-        found = true;
+    llvm::append_range(placements, block->getOps<PlacementOp>());
+  found = !placements.empty();
   if (!found)
-    return success();
+    return;
 
   // The copies of each saved value: the load that reads its backward
   // argument, the offload whose wait forward returns for it.
@@ -218,71 +228,42 @@ placeAsRecorded(const TrainingStep &step, const StepModel &model,
       if (wait.getFuture().getDefiningOp<OffloadStartOp>())
         offloadWaitOf[i] = wait;
 
-  for (Operation &anchor : llvm::make_early_inc_range(backward)) {
-    FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, loadName, numSaved);
-    if (failed(indices))
-      return failure();
-    if (anchor.hasTrait<OpTrait::ConstantLike>())
-      indices = ArrayRef<int64_t>();
-    for (int64_t index : *indices) {
-      LoadStartOp start = loadOf[index];
-      if (!start || !placed.insert(start).second)
-        continue;
-      Operation *wait = *start.getFuture().getUsers().begin();
-      // The model before the copies exist issues the loads of a position
-      // before it waits there for any: so before the waits (and the views
-      // sunk to them) right above the stamped op.
-      Operation *target = &anchor;
-      for (Operation *above = anchor.getPrevNode(); above;
-           above = above->getPrevNode()) {
-        if (auto aboveWait = dyn_cast<WaitOp>(above)) {
-          if (!aboveWait.getFuture().getDefiningOp<LoadStartOp>())
-            break;
-          target = above;
-        } else if (!isa<LoadStartOp>(above) && !getViewSource(above)) {
-          break;
-        }
+  for (PlacementOp placement : placements) {
+    if (placement->getBlock() == &backward) {
+      for (int64_t index : getPlacedValues(placement, PlacementKind::LoadStarts,
+                                           numSaved)) {
+        LoadStartOp start = loadOf[index];
+        if (!start || !placed.insert(start).second)
+          continue;
+        Operation *wait = *start.getFuture().getUsers().begin();
+        if (!placement->isBeforeInBlock(start) ||
+            !placement->isBeforeInBlock(wait))
+          continue;
+        Operation *target = getReachableAnchor(
+            model, start, placement,
+            model.getLoadIssueFloor(*model.getPosition(wait)));
+        if (target != start)
+          moveOpBefore(start, target->getIterator());
       }
-      if (target == start || !target->isBeforeInBlock(start) ||
-          (target != wait && !target->isBeforeInBlock(wait)))
-        continue;
-      target = getReachableAnchor(
-          model, start, target,
-          model.getLoadIssueFloor(*model.getPosition(wait)));
-      if (target != start)
-        moveOpBefore(start, target->getIterator());
+      continue;
     }
-    anchor.removeAttr(loadName);
-    if (anchor.hasAttr(waitName))
-      return anchor.emitError()
-             << "'" << waitName << "' on an op of backward: offloads are "
-             << "waited for in forward";
-  }
-  for (Operation &anchor : forward) {
-    FailureOr<ArrayRef<int64_t>> indices = getStamp(&anchor, waitName, numSaved);
-    if (failed(indices))
-      return failure();
-    if (anchor.hasTrait<OpTrait::ConstantLike>())
-      indices = ArrayRef<int64_t>();
-    for (int64_t index : *indices) {
+    for (int64_t index :
+         getPlacedValues(placement, PlacementKind::OffloadWaits, numSaved)) {
       WaitOp wait = offloadWaitOf[index];
       if (!wait || !placed.insert(wait).second)
         continue;
       Operation *start = wait.getFuture().getDefiningOp();
-      if (!start->isBeforeInBlock(&anchor) || !anchor.isBeforeInBlock(wait))
+      if (!start->isBeforeInBlock(placement) ||
+          !placement->isBeforeInBlock(wait))
         continue;
-      Operation *target = getReachableAnchor(model, wait, &anchor,
+      Operation *target = getReachableAnchor(model, wait, placement,
                                              model.getOffloadWaitFloor());
       if (target != wait)
         moveOpBefore(wait, target->getIterator());
     }
-    anchor.removeAttr(waitName);
-    if (anchor.hasAttr(loadName))
-      return anchor.emitError()
-             << "'" << loadName << "' on an op of forward: loads start in "
-             << "backward";
   }
-  return success();
+  for (PlacementOp placement : placements)
+    placement->erase();
 }
 
 static LogicalResult placeCopies(const TrainingStep &step,
@@ -362,8 +343,10 @@ static LogicalResult scheduleStep(const TrainingStep &step,
                                   const CostModel &costModel,
                                   const ExecutionModel &execution,
                                   int64_t maxInflightBytes, bool useRecorded) {
-  if (!useRecorded)
-    dropRecordedPlacements(step);
+  if (!useRecorded) {
+    erasePlacements(step.getForward());
+    erasePlacements(step.getBackward());
+  }
   if (failed(placeCopies(step, costModel, execution, maxInflightBytes)))
     return failure();
   if (execution.coalesceBelow > 0)
@@ -384,12 +367,11 @@ static LogicalResult placeCopies(const TrainingStep &step,
     return failure();
   // Where offload-plan placed the copies, they go there: the prediction it
   // recorded is then of this IR's placements, not of a second derivation.
-  // A copy whose placement is gone (another pass dropped or folded its
-  // stamp) is placed below as without a plan, with a remark.
+  // A copy whose placement is gone (another pass moved or erased its
+  // offload.placement) is placed below as without a plan, with a remark.
   bool recorded = false;
   llvm::SmallPtrSet<Operation *, 16> placed;
-  if (failed(placeAsRecorded(step, *model, placed, recorded)))
-    return failure();
+  placeAsRecorded(step, *model, placed, recorded);
   if (recorded) {
     bool missing = false;
     for (Block *block : {&step.getForward().getFunctionBody().front(),
@@ -403,8 +385,8 @@ static LogicalResult placeCopies(const TrainingStep &step,
           continue;
         missing = true;
         op.emitRemark() << "offload-plan's placement of this copy is gone "
-                           "(another pass dropped its stamp); placed by the "
-                           "cost model instead";
+                           "(no offload.placement in its function names it); "
+                           "placed by the cost model instead";
       }
     if (!missing)
       return success();
@@ -539,6 +521,14 @@ struct ScheduleCopies
                                 useRecorded)) ||
           failed(markPrefetch(step, costModel, execution)))
         return signalPassFailure();
+    // The steps consumed their placements; any other places nothing.
+    getOperation()->walk([&](PlacementOp placement) {
+      if (useRecorded)
+        placement.emitRemark()
+            << "places nothing: it is not at the top level of a training "
+               "step's forward or backward function; dropped";
+      placement->erase();
+    });
   }
 };
 } // namespace

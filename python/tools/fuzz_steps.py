@@ -261,16 +261,17 @@ def m_dynamic_dim(rng, lines):
         lines[i] = re.sub(r"tensor<(\d+)x", "tensor<?x", lines[i], count=1)
 
 
-def m_stamp(rng, lines):
-    """A placement stamp of offload-plan on a random op, naming a random
-    saved value (perhaps one the step does not have)."""
+def m_placement(rng, lines):
+    """A placement of offload-plan (`offload.placement`) before a random op,
+    of a random kind, naming random saved values (perhaps ones the step does
+    not have; rarely none or one twice, which the verifier rejects)."""
     i, m = _pick_def(rng, lines)
     if m is not None:
-        name = rng.choice(["offload.load_starts", "offload.offload_waits"])
-        stamp = f"{name} = array<i64: {rng.randint(0, 5)}>"
-        attrs = m.group("attrs")
-        lines[i] = lines[i].replace("{" + attrs + "}",
-                                    "{" + (attrs + ", " if attrs else "") + stamp + "}", 1)
+        kind = rng.choice(["load_starts", "offload_waits"])
+        indices = rng.sample(range(6), rng.randint(1, 3))
+        if rng.random() < 0.05:
+            indices = rng.choice([[], indices + indices[:1]])
+        lines.insert(i, f'{m["indent"]}offload.placement {kind} [{", ".join(map(str, indices))}]')
 
 
 def _signature(lines: list[str], name: str) -> tuple[list[str], list[str]] | None:
@@ -375,7 +376,7 @@ MUTATIONS = {
     "in-place": m_in_place, "keep": m_keep, "element-type": m_element_type,
     "call": m_call, "no-terminator": m_no_terminator, "graph-region": m_graph_region,
     "swap": m_swap, "delete": m_delete, "num-outputs": m_num_outputs,
-    "backward-ref": m_backward_ref, "dynamic-dim": m_dynamic_dim, "stamp": m_stamp,
+    "backward-ref": m_backward_ref, "dynamic-dim": m_dynamic_dim, "placement": m_placement,
     "driver": m_driver, "func-constant": m_func_constant, "encoding": m_encoding,
     "nested-module": m_nested_module,
 }
@@ -384,7 +385,7 @@ WEIGHTS = {"unknown-sink": 6, "unknown-op": 6, "unknown-region": 4, "unknown-bar
            "unknown-reads-saved": 3,
            "in-place": 6, "keep": 2, "element-type": 3, "call": 3, "no-terminator": 1,
            "graph-region": 1, "swap": 2, "delete": 1, "num-outputs": 1, "backward-ref": 1,
-           "dynamic-dim": 1, "stamp": 3, "driver": 3, "func-constant": 1, "encoding": 2,
+           "dynamic-dim": 1, "placement": 3, "driver": 3, "func-constant": 1, "encoding": 2,
            "nested-module": 1}
 
 

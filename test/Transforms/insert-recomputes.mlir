@@ -110,3 +110,39 @@ func.func @marked_values_read_each_other_backward(%x: tensor<16xf32>, %e: tensor
   %b = arith.mulf %a, %t : tensor<16xf32>
   return %b : tensor<16xf32>
 }
+
+// -----
+
+// offload-plan's placements follow the interface: the recomputed value (saved
+// value 2) leaves the ones that name it, a placement naming nothing else
+// goes, and an index the step never had stays for offload-schedule-copies
+// to report.
+// CHECK-LABEL: func @placements_renumbered_forward
+// CHECK: offload.placement offload_waits [1]
+// CHECK-NEXT: return
+// CHECK-LABEL: func @placements_renumbered_backward
+// CHECK-NEXT: offload.placement load_starts [1]
+// CHECK-NEXT: math.sqrt
+// CHECK-NEXT: offload.recompute
+// CHECK-NOT: offload.placement
+// CHECK: offload.placement load_starts [0, 7]
+// CHECK-NEXT: arith.addf
+func.func @placements_renumbered_forward(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> {offload.recompute})
+    attributes {offload.backward = @placements_renumbered_backward, offload.num_outputs = 1 : i64} {
+  %r = math.tanh %x : tensor<4x8xf32>
+  %m = arith.mulf %x, %r : tensor<4x8xf32>
+  %n = math.exp %m : tensor<4x8xf32> loc("n")
+  %y = math.sin %r : tensor<4x8xf32>
+  offload.placement offload_waits [1, 2]
+  return %y, %x, %r, %n : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @placements_renumbered_backward(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %n: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  offload.placement load_starts [2, 1]
+  %a = math.sqrt %g : tensor<4x8xf32>
+  offload.placement load_starts [2]
+  %b = arith.mulf %a, %n : tensor<4x8xf32>
+  %c = arith.addf %b, %r : tensor<4x8xf32>
+  offload.placement load_starts [0, 7]
+  %d = arith.addf %c, %x : tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}

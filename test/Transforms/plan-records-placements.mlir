@@ -1,41 +1,50 @@
 // With schedule=true, offload-plan records where its plan places the
-// copies: `offload.load_starts` on the backward op each load starts before
-// (naming every saved value the copy carries: %h is saved twice, as saved
-// values 0 and 2, and moves as one copy), `offload.offload_waits` on the
-// forward op an offload is waited before (none here: both are waited at the
-// end of forward). offload-insert-offloads renumbers them when the shared
-// copy's second slot leaves the interface; offload-schedule-copies places the
-// loads there and removes the stamps. schedule=false records nothing.
+// copies as `offload.placement` ops: `load_starts` in backward right before
+// the op each load starts before (naming every saved value the copy carries:
+// %h is saved twice, as saved values 0 and 2, and moves as one copy),
+// `offload_waits` in forward right before the op an offload is waited
+// before (here the return: both are waited at the end of forward).
+// offload-insert-offloads renumbers them when the shared copy's second slot
+// leaves the interface; offload-schedule-copies places the loads there and
+// erases the placements. schedule=false records nothing.
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
 // RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLAN
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
 // RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" -offload-insert-offloads | \
 // RUN:   FileCheck %s --check-prefix=RENUMBERED
-// RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | FileCheck %s --check-prefix=PLACED
+// RUN: offload-opt %s --offload-activations="recompute=false min-bytes=0 plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=true" | \
+// RUN:   FileCheck %s --check-prefix=PLACED --implicit-check-not=offload.placement
 // RUN: offload-opt %s -offload-find-saved-activations="min-bytes=0" \
 // RUN:   -offload-plan="recompute=false plan=hidden max-slowdown=10 max-interference=10 copy-margin=0 schedule=false" | \
-// RUN:   FileCheck %s --check-prefix=SYNC
+// RUN:   FileCheck %s --check-prefix=SYNC --implicit-check-not=offload.placement
 
+// PLAN-LABEL: func.func @plan_records_placements_forward
+// PLAN: trace.op "aten.mm.default"(%arg0, %arg1) {node = "mm_1"}
+// PLAN-NEXT: offload.placement offload_waits [0, 2, 1]
+// PLAN-NEXT: return
 // PLAN-LABEL: func.func @plan_records_placements_backward
-// PLAN: trace.op "aten.mm.default"(%arg3, %arg3) {node = "mm_2", offload.load_starts = array<i64: 0, 2>}
-// PLAN: trace.op "aten.mm.default"(%{{.*}}, %arg3) {node = "mm_6", offload.load_starts = array<i64: 1>}
+// PLAN-NEXT: offload.placement load_starts [0, 2]
+// PLAN-NEXT: trace.op "aten.mm.default"(%arg3, %arg3) {node = "mm_2"}
+// PLAN: trace.op "aten.mm.default"(%{{.*}}, %arg3) {node = "mm_5"}
+// PLAN-NEXT: offload.placement load_starts [1]
+// PLAN-NEXT: trace.op "aten.mm.default"(%{{.*}}, %arg3) {node = "mm_6"}
 
+// RENUMBERED-LABEL: func.func @plan_records_placements_forward
+// RENUMBERED: offload.placement offload_waits [0, 1]
+// RENUMBERED-NEXT: return
 // RENUMBERED-LABEL: func.func @plan_records_placements_backward
-// RENUMBERED: {node = "mm_2", offload.load_starts = array<i64: 0>}
-// RENUMBERED: {node = "mm_6", offload.load_starts = array<i64: 1>}
+// RENUMBERED: offload.placement load_starts [0]
+// RENUMBERED-NEXT: {node = "mm_2"}
+// RENUMBERED: offload.placement load_starts [1]
+// RENUMBERED-NEXT: {node = "mm_6"}
 
 // PLACED-LABEL: func.func @plan_records_placements_backward
-// PLACED-NOT: offload.load_starts
 // PLACED: %[[H:.*]] = offload.load_start %arg0
 // PLACED-NEXT: trace.op "aten.mm.default"(%arg2, %arg2) {node = "mm_2"}
-// PLACED-NOT: offload.load_starts
 // PLACED: %[[G:.*]] = offload.load_start %arg1
 // PLACED-NEXT: trace.op "aten.mm.default"(%{{.*}}, %arg2) {node = "mm_6"}
-// PLACED-NOT: offload.load_starts
 
 // SYNC-LABEL: func.func @plan_records_placements_forward
-// SYNC-NOT: offload.load_starts
-// SYNC-NOT: offload.offload_waits
 
 func.func @plan_records_placements_forward(%x: tensor<1024x1024xf32>, %w: tensor<1024x1024xf32>)
     -> (tensor<1024x1024xf32>, tensor<1024x1024xf32>, tensor<2048x512xf32>, tensor<1024x1024xf32>)

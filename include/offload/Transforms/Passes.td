@@ -280,26 +280,29 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     with memory only where the peak is not.
 
     Where `offload-plan` recorded its placements (with `schedule=true` it
-    stamps `offload.load_starts = array<i64: ...>` on the backward op each
-    load starts before and `offload.offload_waits` on the forward op each
-    offload is waited before, naming saved values), this pass places the
-    copies there instead of deriving the placements again, and removes the
-    stamps: the prediction the planner recorded is then of these
-    placements. Loads stamped on one op start in the stamp's order, before
-    the waits (and the views sunk to them) right above it, as the planner's
-    model issues a position's loads before its waits. A copy stays where it
-    is if its stamped op is not between its start and its wait, and moves
-    only as far as the effects rule above allows. This pass's own options
-    then play no part; the planner used the same ones. The planner records
-    a placement for every copy (one at the end of its function on the
-    terminator) and never on a constant; a copy whose stamp another pass
-    dropped, or that is stamped on a constant, is placed as without a plan,
-    with a remark at the copy.
+    puts an `offload.placement load_starts [...]` in backward where loads
+    start and an `offload.placement offload_waits [...]` in forward where
+    offloads are waited for, naming saved values), this pass places the
+    copies there instead of deriving the placements again, and erases the
+    placements: the prediction the planner recorded is then of these
+    placements. The loads one placement names start where it stands, in its
+    order. A copy stays where it is if its placement is not between its
+    start and its wait, and moves only as far as the effects rule above
+    allows. This pass's own options then play no part; the planner used the
+    same ones. The planner records a placement for every copy (one at the
+    end of its function before the terminator); a copy without one (another
+    pass erased it) is placed as without a plan, with a remark at the copy.
+    The pass never fails on a placement and leaves none in the module: one
+    that places nothing (not at the top level of a step's forward or
+    backward, as after inlining the step into a caller; of the other kind
+    there; naming a saved value the step does not have) is dropped with a
+    remark, and its copies are placed as without a plan.
 
     ```mlir
     // offload-plan placed this load's start before %b:
     %a = math.exp %g : tensor<1000xf32>
-    %b = math.exp %a {offload.load_starts = array<i64: 0>} : tensor<1000xf32>
+    offload.placement load_starts [0]
+    %b = math.exp %a : tensor<1000xf32>
     %l = offload.load_to_gpu %s : tensor<1000xf32, #offload.host> -> tensor<1000xf32>
     %o = arith.mulf %b, %l : tensor<1000xf32>
     // After:
@@ -330,7 +333,7 @@ def ScheduleCopies : Pass<"offload-schedule-copies", "ModuleOp"> {
     Option<"useRecorded", "use-recorded", "bool", /*default=*/"true",
            "Place copies where offload-plan recorded them, if it did; "
            "false: derive the placements with this pass's options (the "
-           "stamps are removed either way)">,
+           "offload.placement ops are erased either way)">,
   ]);
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -373,13 +376,17 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
 
     It records its prediction for the chosen plan on the forward function
     (`offload.planned`) and, with `schedule=true`, where that plan places
-    the copies: `offload.load_starts` on the backward op each load starts
-    before, `offload.offload_waits` on the forward op each offload is
-    waited before (arrays of saved value indices; a copy placed before a
-    view is recorded on the next op that is no view, since
-    `offload-reorder-backward` moves views). `offload-insert-offloads`
-    renumbers them when saved values leave the interface, and
-    `offload-schedule-copies` places the copies there and removes them.
+    the copies: an `offload.placement load_starts [...]` in backward right
+    before the op the loads of the named saved values start before, an
+    `offload.placement offload_waits [...]` in forward right before the op
+    the named offloads are waited before. They are ops, not attributes of
+    the ops beside them, so other passes between this one and the
+    scheduling (canonicalization, CSE, the inliner,
+    `offload-reorder-backward`) neither lose them nor are stopped by them.
+    It erases the placements of any earlier plan first.
+    `offload-insert-offloads` renumbers them when saved values leave the
+    interface, and `offload-schedule-copies` places the copies there and
+    erases them.
   }];
   let options = !listconcat(CostModelOptions, [
     Option<"plan", "plan", "::mlir::offload::PlanMode",

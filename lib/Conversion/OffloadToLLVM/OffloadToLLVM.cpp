@@ -633,9 +633,6 @@ struct ConvertOffloadToLLVM
       return signalPassFailure();
 
     eraseHostMemorySpace(getOperation());
-    // offload-plan's placements are for offload-schedule-copies; none
-    // outlives the copies.
-    removePlacements(getOperation());
   }
 };
 } // namespace

@@ -99,11 +99,11 @@ def test_bounded_run(offload_opt):
 
 
 def test_inputs_cover_the_ir_contract():
-    """The driver generates what the IR contract is about (issue 32): stamps
-    of offload-plan on random ops, copy groups of one buffer twice or of two
-    views of one base, views as consumed sources (with and without
-    release_source, with the base used after), and runs the passes with
-    cleanups between them, out of order and twice."""
+    """The driver generates what the IR contract is about (issue 32):
+    offload-plan's placements before random ops, copy groups of one buffer
+    twice or of two views of one base, views as consumed sources (with and
+    without release_source, with the base used after), and runs the passes
+    with cleanups between them, out of order and twice."""
     applied = set()
     storage = set()
     for index in range(200):
@@ -111,7 +111,7 @@ def test_inputs_cover_the_ir_contract():
         description = fuzz_steps.buffer_module(7, index)[1][0]
         if description.startswith("storage"):
             storage.add(description.split()[1])
-    assert "stamp" in applied
+    assert "placement" in applied
     # The first round's cases: drivers that call the step (reading a saved
     # value, or passing backward another), func.constant of a step function,
     # saved values of mixed encodings, a step in a nested module.

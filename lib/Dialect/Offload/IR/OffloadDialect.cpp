@@ -148,15 +148,16 @@ std::optional<int64_t> mlir::offload::getStorageBytes(Type type) {
 }
 
 //===----------------------------------------------------------------------===//
-// Discardable attributes
+// Placements
 //===----------------------------------------------------------------------===//
 
-void mlir::offload::removePlacements(Operation *root) {
-  root->walk([](Operation *op) {
-    op->removeAttr(OffloadDialect::kLoadStartsAttrName);
-    op->removeAttr(OffloadDialect::kOffloadWaitsAttrName);
-  });
+void mlir::offload::erasePlacements(Operation *root) {
+  root->walk([](PlacementOp placement) { placement->erase(); });
 }
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
 
 LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
@@ -173,15 +174,6 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
       name == kDeferredAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "expects '" << name << "' to be a unit attribute";
-    return success();
-  }
-  if (name == kLoadStartsAttrName || name == kOffloadWaitsAttrName) {
-    auto indices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!indices || indices.empty() ||
-        llvm::any_of(indices.asArrayRef(), [](int64_t i) { return i < 0; }))
-      return op->emitOpError()
-             << "expects '" << name
-             << "' to be a non-empty array<i64> of saved value indices";
     return success();
   }
   if (name == kPlannedAttrName) {

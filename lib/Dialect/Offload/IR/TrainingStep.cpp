@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -297,7 +298,39 @@ SmallVector<std::string> TrainingStep::getRetypeBlockers() const {
   return blockers;
 }
 
-void TrainingStep::dropSavedResults(const llvm::BitVector &dropped) const {
+/// The renumbering of dropSavedResults for the placements of `step`.
+static void renumberPlacements(const TrainingStep &step,
+                               const llvm::BitVector &dropped,
+                               ArrayRef<int> carrierOf) {
+  unsigned numSaved = step.getNumSaved(), numOutputs = step.getNumOutputs();
+  SmallVector<int64_t> renumbered(numSaved, -1);
+  int64_t next = 0;
+  for (unsigned i = 0; i < numSaved; ++i)
+    if (!dropped.test(numOutputs + i))
+      renumbered[i] = next++;
+  for (unsigned i = 0; i < numSaved; ++i)
+    if (dropped.test(numOutputs + i) && i < carrierOf.size() &&
+        carrierOf[i] >= 0)
+      renumbered[i] = renumbered[carrierOf[i]];
+  for (FunctionOpInterface function : {step.getForward(), step.getBackward()})
+    for (auto placement : llvm::make_early_inc_range(
+             function.getFunctionBody().front().getOps<PlacementOp>())) {
+      llvm::SetVector<int64_t> mapped;
+      for (int64_t index : placement.getSaved()) {
+        int64_t to = index < int64_t(numSaved) ? renumbered[index] : index;
+        if (to >= 0)
+          mapped.insert(to);
+      }
+      if (mapped.empty())
+        placement->erase();
+      else
+        placement.setSaved(mapped.getArrayRef());
+    }
+}
+
+void TrainingStep::dropSavedResults(const llvm::BitVector &dropped,
+                                    ArrayRef<int> carrierOf) const {
+  renumberPlacements(*this, dropped, carrierOf);
   FunctionOpInterface forward = getForward();
   FunctionOpInterface backward = getBackward();
   unsigned numOutputs = getNumOutputs();

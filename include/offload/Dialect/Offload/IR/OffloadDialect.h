@@ -95,9 +95,9 @@ LogicalResult verifyConsumedSource(Operation *op, Value source,
 /// buffer (a view makes a new name; its uses count instead).
 bool readsOnlyMetadata(Operation *user);
 
-/// Removes offload-plan's placements (OffloadDialect::kLoadStartsAttrName,
-/// kOffloadWaitsAttrName) from every op nested in `root`.
-void removePlacements(Operation *root);
+/// Erases offload-plan's placements (every `offload.placement`) nested in
+/// `root`.
+void erasePlacements(Operation *root);
 
 /// True for a host tensor or a host memref.
 inline bool isHostResident(Type type) {

@@ -59,14 +59,6 @@ def Offload_Dialect : Dialect {
     /// On a view op in backward that the pipeline cloned from forward to
     /// rebuild a saved view from its loaded storage (one storage, one copy).
     static constexpr ::llvm::StringLiteral kRebuiltViewAttrName = "offload.rebuilt_view";
-    /// Where offload-plan placed the copies of its plan, for
-    /// offload-schedule-copies to place them there (one source of truth for
-    /// the prediction and the IR). On an op of backward, `load_starts`: the
-    /// saved values (indices into the saved results) whose load starts right
-    /// before it, in issue order. On an op of forward, `offload_waits`: the
-    /// saved values whose offload is waited for right before it. Dense i64
-    /// arrays; offload-schedule-copies removes them.
-    static constexpr ::llvm::StringLiteral kLoadStartsAttrName = "offload.load_starts";
     /// A step compiled as one of several graphs (prefetch-lead): on a load
     /// start (or load group start) in backward, `prefetch`: the backward
     /// graph before this one starts the load, before this backward begins;
@@ -80,7 +72,6 @@ def Offload_Dialect : Dialect {
     /// the next graph's forward runs; the compute stream does not wait for
     /// it, and the source goes back once it ends.
     static constexpr ::llvm::StringLiteral kDeferredAttrName = "offload.deferred";
-    static constexpr ::llvm::StringLiteral kOffloadWaitsAttrName = "offload.offload_waits";
 
   private:
     /// Registers the types of OffloadOps.td (in OffloadTypes.cpp).

@@ -436,12 +436,12 @@ def Offload_PlacementOp : Offload_Op<"placement", [
     MemoryEffects<[MemWrite<Offload_PlacementResource>]>]> {
   let summary = "Where offload-plan places the copies of saved values";
   let description = [{
-    Records, at the point where it stands, where the plan `offload-plan`
-    chose puts copies that do not exist yet, for `offload-schedule-copies`
-    to put them there: one source of truth for the planner's prediction and
-    the scheduled IR. `saved` names saved values by their index among the
-    step's saved results (0 is the first result past `offload.num_outputs`),
-    each at most once. Of kind `load_starts`, in backward: the loads of
+    Marks the point where it stands as where the plan `offload-plan` chose
+    puts copies that do not exist yet; `offload-schedule-copies` puts them
+    there, so the planner's prediction and the scheduled IR have one source
+    of truth. `saved` names saved values by their index among the step's
+    saved results (0 is the first result past `offload.num_outputs`), each
+    at most once. Of kind `load_starts`, in backward: the loads of
     these saved values start here, in this order. Of kind `offload_waits`,
     in forward: the offloads of these saved values are waited for here.
 
@@ -456,20 +456,23 @@ def Offload_PlacementOp : Offload_Op<"placement", [
     resource, `offload.placements`. So canonicalization and CSE keep it
     (never dead, never merged with another), loop-invariant code motion does
     not hoist it, and it stops none of them from merging, folding or
-    hoisting the ops around it (effect-free ops cross it; note that upstream
-    CSE merges two ops that only read memory only when no op between them
-    writes any resource). The inliner may inline it.
+    hoisting the effect-free ops around it. (Upstream CSE merges two ops
+    that read memory only if no op between them writes any resource, so a
+    placement between two such ops keeps them apart.) The inliner may
+    inline it.
 
     The passes keep it where it makes sense and drop it elsewhere, never
-    failing on it: `offload-plan` replaces a step's placements with those of
-    its new plan; `offload-insert-offloads` renumbers `saved` when saved
-    values leave the interface; `offload-schedule-copies` places the copies
-    and erases every placement in the module, with a remark for one that
-    places nothing (not at the top level of a step's forward or backward,
-    of the wrong kind there, or naming a saved value the step does not
-    have; the copies it would have placed are then placed by the cost model,
-    with a remark each). The lowering to LLVM erases any placement left,
-    with a remark; bufferization leaves it as it is (it has no tensors).
+    failing on it: `offload-plan` replaces a step's placements with those
+    of its new plan; where saved values leave the interface
+    (`offload-insert-offloads`, `offload-insert-recomputes`), `saved` is
+    renumbered (TrainingStep::dropSavedResults); `offload-schedule-copies`
+    places the copies and erases every placement in the module, with a
+    remark for one that places nothing (not at the top level of a step's
+    forward or backward, of the wrong kind there, or naming a saved value
+    the step does not have; the copies it would have placed are then placed
+    by the cost model, with a remark each). The lowering to LLVM erases any
+    placement left, with a remark; bufferization leaves it as it is (it has
+    no tensors).
   }];
   let arguments = (ins Offload_PlacementKind:$kind, DenseI64ArrayAttr:$saved);
   let assemblyFormat = "$kind $saved attr-dict";

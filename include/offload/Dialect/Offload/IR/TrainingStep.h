@@ -84,7 +84,15 @@ public:
   /// results) from the step's interface: forward's return and results,
   /// backward's arguments, and the calls of both. The caller checks that the
   /// interface may shrink (canShrinkSavedInterface, SharedStorage.h).
-  void dropSavedResults(const llvm::BitVector &dropped) const;
+  ///
+  /// offload-plan's placements (`offload.placement`) at the top level of
+  /// forward and backward are renumbered to match: a dropped saved value
+  /// becomes `carrierOf[i]` (a saved index, the value whose copy now carries
+  /// it) where that is given and >= 0, else leaves them; a placement left
+  /// naming nothing is erased. Indices the step does not have stay as they
+  /// are (offload-schedule-copies drops them with a remark).
+  void dropSavedResults(const llvm::BitVector &dropped,
+                        ArrayRef<int> carrierOf = {}) const;
 
 private:
   TrainingStep(FunctionOpInterface forward, FunctionOpInterface backward,
