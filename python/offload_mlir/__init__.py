@@ -28,6 +28,7 @@ _LAZY = {
     "BridgeWarning": "bridge",
     "NothingOffloadedWarning": "bridge",
     "PlanFarFromHintWarning": "bridge",
+    "SavedInstancesWarning": "bridge",
     "runtime_stats": "ops",
     "reset_runtime_stats": "ops",
 }

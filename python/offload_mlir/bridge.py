@@ -46,6 +46,7 @@ from .replan import HintDispatch, PlanFarFromHintWarning, admitted_by, dynamo_sh
 
 __all__ = ["backend", "OffloadOptions", "OffloadPartitioner", "last_report", "reports",
            "BridgeWarning", "NothingOffloadedWarning", "PlanFarFromHintWarning",
+           "SavedInstancesWarning",
            "registered_backend", "__version__"]
 
 __version__ = "0.2.0"
@@ -626,6 +627,67 @@ class NothingOffloadedWarning(UserWarning):
     """A graph compiled with offloading on moved nothing; the message says why."""
 
 
+class SavedInstancesWarning(UserWarning):
+    """A graph ran more times before its backward than its plan assumed
+    (`saved_instances`); the message says how many."""
+
+
+class _Instances:
+    """Counts the forwards of one compiled graph whose backward has not
+    reached them yet: the calls of a graph shared by a model's identical
+    layers under per-layer compilation, whose saved values are on the device
+    together. The first time backward reaches the graph after more calls
+    than `saved_instances`, it warns once (SavedInstancesWarning): planned
+    as that many instances, the graph would keep less through forward."""
+
+    def __init__(self, saved_instances: int):
+        self.saved_instances = saved_instances
+        self.live = 0
+        self.most = 0
+        self.said = False
+
+    def saw(self, outputs: Any) -> None:
+        if self.said or not torch.is_grad_enabled():
+            return
+        items = outputs if isinstance(outputs, (list, tuple)) else (outputs,)
+        first = next((o for o in items if isinstance(o, torch.Tensor) and o.requires_grad),
+                     None)
+        if first is None:
+            return
+        self.live += 1
+        self.most = max(self.most, self.live)
+        first.register_hook(self._reached)
+
+    def _reached(self, grad: Any) -> None:
+        self.live = max(0, self.live - 1)
+        if self.said or self.most <= self.saved_instances:
+            return
+        self.said = True
+        warnings.warn(
+            f"offload_mlir: a compiled graph ran {self.most} times before backward reached it "
+            f"(the identical layers of a model compiled per layer share one graph), and its "
+            f"saved values were on the device together; it was planned as "
+            f"{self.saved_instances}. backend(saved_instances={self.most}) plans it as "
+            f"{self.most}, which keeps less through forward "
+            "(docs/training-recipes.md#per-layer-regional-compilation).",
+            SavedInstancesWarning, stacklevel=2)
+
+
+def _counting_instances(compiled: Callable, saved_instances: int) -> Callable:
+    """`compiled`, counting its live forwards (_Instances). Dynamo calls
+    what a backend returns with the inputs as arguments."""
+    import functools
+
+    instances = _Instances(saved_instances)
+
+    @functools.wraps(compiled)
+    def run(*args: Any) -> Any:
+        outputs = compiled(*args)
+        instances.saw(outputs)
+        return outputs
+    return run
+
+
 _said_nothing_offloaded = False
 
 
@@ -1048,8 +1110,9 @@ def backend(
         fakes = [p.meta.get("example_value") for p in gm.graph.find_nodes(op="placeholder")]
         compiled = planned(example_inputs,
                            OffloadPartitioner(partitioner.options, input_hints(fakes)))
+        saved_instances = compile_inductor.options.saved_instances
         if not dims:
-            return compiled
+            return _counting_instances(compiled, saved_instances)
         limit = compile_inductor.options.replan_far_from_hint
 
         def replan(args: Sequence[Any]):
@@ -1079,7 +1142,8 @@ def backend(
                               f"runs on the plans it has: {type(e).__name__}: {e}",
                               BridgeWarning, stacklevel=2)
                 return None
-        return HintDispatch(compiled, dims, replan if limit else None, limit)
+        return _counting_instances(HintDispatch(compiled, dims, replan if limit else None,
+                                                limit), saved_instances)
 
     compile_inductor.options = options  # type: ignore[attr-defined]
     return compile_inductor

@@ -164,3 +164,23 @@ def test_saved_instances_plans_the_layer_graph_as_every_layer_holding_it(offload
 def test_saved_instances_is_a_count(offload_mlir, value):
     with pytest.raises(ValueError, match="saved_instances must be an int >= 1"):
         offload_mlir.backend(saved_instances=value)
+
+
+def test_a_graph_run_by_several_layers_before_backward_suggests_saved_instances(offload_mlir):
+    import warnings
+
+    # Layers 1 and 2 share a graph: it runs twice before backward reaches
+    # it, with both calls' saved values on the device.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _per_layer_grads(offload_mlir.backend(min_bytes=0), steps=2)
+    said = [str(w.message) for w in caught
+            if issubclass(w.category, offload_mlir.SavedInstancesWarning)]
+    assert len(said) == 1, said
+    assert "ran 2 times before backward" in said[0] and "saved_instances=2" in said[0]
+
+    # Planned as the two layers it serves, it says nothing.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _per_layer_grads(offload_mlir.backend(min_bytes=0, saved_instances=2), steps=2)
+    assert not [w for w in caught if issubclass(w.category, offload_mlir.SavedInstancesWarning)]
