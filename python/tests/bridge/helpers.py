@@ -110,6 +110,31 @@ def token_batch(step: int, batch: int = 2, seq: int = 16, seed: int = 1000):
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 
+# torch.compile's `dynamic=` for each way a size becomes dynamic: after the
+# automatic recompile (None), from the start (True), or by mark_dynamic on the
+# inputs (False, with variable_length_batch(..., mark=True)).
+DYNAMIC_MODES = {"none": None, "true": True, "mark_dynamic": False}
+
+
+def tiny_titan_lm() -> models.TitanLM:
+    """One torchtitan-style layer (complex rotary embedding) for sequences of
+    up to 64 tokens, over a vocabulary of 96."""
+    return models.TitanLM(tiny_llama_config(), n_layers=1, max_seq=64, vocab=96)
+
+
+def variable_length_batch(length: int, mark: bool = False):
+    """Inputs and targets of 2 sequences of `length` tokens for tiny_titan_lm,
+    drawn from generator seed `length`; `mark`: their length is marked
+    dynamic (torch._dynamo.mark_dynamic)."""
+    g = torch.Generator().manual_seed(length)
+    tokens = torch.randint(0, 96, (2, length + 1), generator=g)
+    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    if mark:
+        torch._dynamo.mark_dynamic(x, 1)
+        torch._dynamo.mark_dynamic(y, 1)
+    return x, y
+
+
 # ---------------------------------------------------------------------------
 # Training and comparing
 # ---------------------------------------------------------------------------

@@ -12,37 +12,27 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from offload_mlir import models  # noqa: E402
 from tests.bridge.helpers import (  # noqa: E402
+    DYNAMIC_MODES,
     assert_bit_identical,
     no_fallback,
-    tiny_llama_config,
+    tiny_titan_lm,
     train_adamw,
+    variable_length_batch,
 )
 
 LENGTHS = (16, 24, 40, 12, 33)
 
 
-def _model():
-    return models.TitanLM(tiny_llama_config(), n_layers=1, max_seq=64, vocab=96)
-
-
-def _batch(length: int, mark: bool):
-    g = torch.Generator().manual_seed(length)
-    tokens = torch.randint(0, 96, (2, length + 1), generator=g)
-    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
-    if mark:
-        torch._dynamo.mark_dynamic(x, 1)
-        torch._dynamo.mark_dynamic(y, 1)
-    return x, y
 
 
 def _train(backend, mode, on_step=None):
     """Losses and gradients of one AdamW step per length of LENGTHS;
     `on_step(length)` after each backward."""
     return train_adamw(
-        _model, lambda i: _batch(LENGTHS[i], mode == "mark_dynamic"), backend, len(LENGTHS),
-        dynamic={"none": None, "true": True, "mark_dynamic": False}[mode],
+        tiny_titan_lm, lambda i: variable_length_batch(LENGTHS[i], mode == "mark_dynamic"),
+        backend, len(LENGTHS),
+        dynamic=DYNAMIC_MODES[mode],
         on_step=None if on_step is None else (lambda i: on_step(LENGTHS[i])))
 
 
@@ -82,13 +72,13 @@ def test_a_length_far_from_the_hint_warns_once(offload_mlir):
 
     torch._dynamo.reset()
     torch.manual_seed(0)
-    step = torch.compile(_model(), backend=offload_mlir.backend(min_bytes=0, plan="all"),
+    step = torch.compile(tiny_titan_lm(), backend=offload_mlir.backend(min_bytes=0, plan="all"),
                          dynamic=True)
     far = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for length in (16, 40, 63, 60, 4):
-            step(*_batch(length, False)).backward()
+            step(*variable_length_batch(length, False)).backward()
             far.append([str(w.message) for w in caught
                         if issubclass(w.category, offload_mlir.PlanFarFromHintWarning)])
             caught.clear()

@@ -14,12 +14,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from offload_mlir import models  # noqa: E402
 from tests.bridge.helpers import (  # noqa: E402
+    DYNAMIC_MODES,
     assert_bit_identical,
     no_fallback,
-    tiny_llama_config,
+    tiny_titan_lm,
     train_adamw,
+    variable_length_batch,
 )
 
 # The dynamic graph's hint (dynamic=True: 8; dynamic=None: 10, the length of
@@ -27,21 +28,8 @@ from tests.bridge.helpers import (  # noqa: E402
 # near either plan, and 2 (4x below 8, 5x below 10, 32x below 64: far from
 # both plans, where the bound of one re-plan stops a second).
 LENGTHS = (8, 10, 64, 12, 60, 2)
-DYNAMIC = {"none": None, "true": True, "mark_dynamic": False}
 
 
-def _model():
-    return models.TitanLM(tiny_llama_config(), n_layers=1, max_seq=64, vocab=96)
-
-
-def _batch(length: int, mark: bool = False):
-    g = torch.Generator().manual_seed(length)
-    tokens = torch.randint(0, 96, (2, length + 1), generator=g)
-    x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
-    if mark:
-        torch._dynamo.mark_dynamic(x, 1)
-        torch._dynamo.mark_dynamic(y, 1)
-    return x, y
 
 
 def _train(offload_mlir, backend, mode):
@@ -59,8 +47,9 @@ def _train(offload_mlir, backend, mode):
                                    if issubclass(w.category, offload_mlir.PlanFarFromHintWarning)]
             caught.clear()
 
-        result = train_adamw(_model, lambda i: _batch(LENGTHS[i], mode == "mark_dynamic"),
-                             backend, len(LENGTHS), dynamic=DYNAMIC[mode], on_step=record)
+        result = train_adamw(tiny_titan_lm,
+                             lambda i: variable_length_batch(LENGTHS[i], mode == "mark_dynamic"),
+                             backend, len(LENGTHS), dynamic=DYNAMIC_MODES[mode], on_step=record)
     return result, moved, said
 
 
@@ -72,8 +61,9 @@ def _dynamic_hints(reports):
 @pytest.mark.parametrize("mode", ["none", "true", "mark_dynamic"])
 def test_a_far_length_is_planned_again_within_the_bound(offload_mlir, mode):
     def plain():
-        return train_adamw(_model, lambda i: _batch(LENGTHS[i], mode == "mark_dynamic"),
-                           "inductor", len(LENGTHS), dynamic=DYNAMIC[mode])
+        return train_adamw(tiny_titan_lm,
+                           lambda i: variable_length_batch(LENGTHS[i], mode == "mark_dynamic"),
+                           "inductor", len(LENGTHS), dynamic=DYNAMIC_MODES[mode])
 
     baseline = plain()
     steps = [f"length {n}" for n in LENGTHS]
@@ -208,7 +198,7 @@ def test_a_replan_runs_only_the_calls_its_guards_admit(offload_mlir):
         return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
     def train(backend):
-        return train_adamw(_model, batch, backend, len(DUCK_LENGTHS), dynamic=True)
+        return train_adamw(tiny_titan_lm, batch, backend, len(DUCK_LENGTHS), dynamic=True)
 
     steps = [f"length {n}" for n in DUCK_LENGTHS]
     baseline = train("inductor")
