@@ -598,15 +598,16 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
              {"peak_at_after", toJson(report.prediction.peakAtAfter)},
              {"forward_seconds", report.prediction.forwardSeconds},
              {"backward_seconds", report.prediction.backwardSeconds}}}});
+    llvm::json::Object &step = *steps.back().getAsObject();
     if (report.prediction.savedInstances > 1)
-      steps.back().getAsObject()->try_emplace(
+      step.try_emplace(
           "saved_instances",
           llvm::json::Object{
               {"instances", report.prediction.savedInstances},
               {"held_bytes_before", report.prediction.heldBefore},
               {"held_bytes_after", report.prediction.heldAfter}});
     if (report.prediction.prefetchLead > 0)
-      steps.back().getAsObject()->try_emplace(
+      step.try_emplace(
           "prefetch",
           llvm::json::Object{
               {"lead_seconds", report.prediction.prefetchLead},
@@ -615,13 +616,12 @@ static void printJson(ArrayRef<StepReport> reports, raw_ostream &os) {
               {"load_bytes", report.prediction.prefetchedBytes}});
     // Only where offload-plan ran.
     if (report.prediction.plannedPeak)
-      steps.back().getAsObject()->try_emplace(
+      step.try_emplace(
           "planned", llvm::json::Object{
                          {"peak_bytes", *report.prediction.plannedPeak},
                          {"step_seconds", *report.prediction.plannedStep}});
     if (report.prediction.unplannedPeak && report.prediction.unplannedStep) {
-      llvm::json::Object *planned =
-          steps.back().getAsObject()->getObject("planned");
+      llvm::json::Object *planned = step.getObject("planned");
       (*planned)["unplanned_peak_bytes"] = *report.prediction.unplannedPeak;
       (*planned)["unplanned_step_seconds"] = *report.prediction.unplannedStep;
     }
