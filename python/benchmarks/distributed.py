@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -76,9 +75,9 @@ def parse_row(row: str) -> dict[str, Any] | None:
             kw["prefetch"] = value == "1"
         elif key == "min_bytes" and value.isdigit():
             kw["min_bytes"] = int(value)
-        elif key == "instances" and value.isdigit() and int(value) >= 1:
+        elif key == "instances" and peer_rows.is_instance_count(value):
             kw["saved_instances"] = int(value)
-        elif key == "max_recompute" and re.fullmatch(r"0?\.[0-9]+|0", value):
+        elif key == "max_recompute" and peer_rows.is_recompute_fraction(value):
             kw["max_recompute"] = float(value)
         else:
             raise ValueError(f"row {row!r}: offload-mlir takes prefetch=0 or 1, min_bytes=N, "

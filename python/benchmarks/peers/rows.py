@@ -155,6 +155,18 @@ def expand_rows(spec: str) -> list[str]:
     return out
 
 
+def is_instance_count(value: str) -> bool:
+    """Whether `value` spells a row's `instances=` (backend(saved_instances=)):
+    a count >= 1."""
+    return value.isdigit() and int(value) >= 1
+
+
+def is_recompute_fraction(value: str) -> bool:
+    """Whether `value` spells a row's `max_recompute=` (backend(max_recompute=)):
+    a fraction in [0, 1)."""
+    return re.fullmatch(r"0?\.[0-9]+|0", value) is not None
+
+
 def parse_row(spec: str) -> Row:
     """`family[:key=value...]`, or `layer-group=K`."""
     spec = spec.strip()
@@ -177,10 +189,10 @@ def parse_row(spec: str) -> Row:
         elif key == "checkpoint" and value not in CHECKPOINT_OPTION:
             raise ValueError(f"row {spec!r}: checkpoint= takes "
                              f"{', '.join(CHECKPOINT_OPTION)}, not {value!r}")
-        elif key == "max_recompute" and not re.fullmatch(r"0?\.[0-9]+|0", value):
+        elif key == "max_recompute" and not is_recompute_fraction(value):
             raise ValueError(f"row {spec!r}: max_recompute= takes a fraction in [0, 1), "
                              f"not {value!r}")
-        elif key == "instances" and not (value.isdigit() and int(value) >= 1):
+        elif key == "instances" and not is_instance_count(value):
             raise ValueError(f"row {spec!r}: instances= takes a count >= 1, not {value!r}")
         elif key in ("partition", "per-layer", "across", "donate") and value.lower() not in (
                 "0", "1", "true", "false"):
