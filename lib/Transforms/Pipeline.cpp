@@ -50,6 +50,7 @@ static void buildPipeline(OpPassManager &pm,
     plan.loadLead = options.loadLead;
     plan.maxInterference = options.maxInterference;
     plan.hiddenPatience = options.hiddenPatience;
+    plan.dropPeakNeutral = options.dropPeakNeutral;
     plan.schedule = options.schedule;
     plan.maxInflightBytes = options.maxInflightBytes;
     plan.coalesceBelow = options.coalesceBelow;

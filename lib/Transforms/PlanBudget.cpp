@@ -7,8 +7,9 @@
 // fitBudget: while the peak is over the budget, offload the candidate live at
 // the peak that frees the most peak bytes per second of added step time (its
 // score; ties: the first candidate); then drop offloads the budget no longer
-// needs. BudgetGreedy and dropUnneeded do this without simulating every
-// candidate at every step; docs/scaling.md says what that keeps.
+// needs. BudgetGreedy and dropUnneededOffloads do this without simulating
+// every candidate at every step; docs/scaling.md says what that keeps.
+// plan=hidden's drop-peak-neutral uses dropUnneededOffloads too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -276,20 +277,23 @@ void BudgetGreedy::run() {
   }
 }
 
-/// Drops offloads the budget no longer needs, latest choice first: each
-/// one whose removal keeps the peak within the budget and predicts a step
-/// no slower. A candidate is kept without a simulation if it is not live
+/// Drops offloads a peak of at most `limit` (the budget) no longer needs,
+/// latest choice first: each one whose removal keeps the peak within the
+/// limit and a step `fastEnough` takes. A candidate is kept without a simulation if it is not live
 /// at the peak though it would be without its offload, and its bytes do
-/// not fit between the peak and the budget (so its removal would raise the
-/// peak over the budget unless it moved the other copies' releases). The
+/// not fit between the peak and the limit (so its removal would raise the
+/// peak over the limit unless it moved the other copies' releases). The
 /// others are tried in batches: a batch whose removal holds is dropped
 /// (every prefix of it then holds where removing offloads never raises the
-/// peak nor slows the step), else bisection finds the longest prefix that
+/// peak nor makes the step too slow), else bisection finds the longest prefix that
 /// holds and keeps the candidate after it (its simulation is the one the
 /// one-by-one search makes for it).
-static void dropUnneeded(const Planner &planner, int64_t limit,
-                         SmallVector<unsigned> &chosen,
-                         SimulationResult &current) {
+void mlir::offload::dropUnneededOffloads(
+    const Planner &planner, int64_t limit,
+    llvm::function_ref<bool(const SimulationResult &trial,
+                            const SimulationResult &current)>
+        fastEnough,
+    SmallVector<unsigned> &chosen, SimulationResult &current) {
   SmallVector<std::pair<int, int>> ranges =
       planner.getModel().getLiveRangesWithoutOffload();
   auto needed = [&](unsigned c) {
@@ -333,8 +337,7 @@ static void dropUnneeded(const Planner &planner, int64_t limit,
     };
     size_t removed = longestHoldingPrefix(batch.size(), [&](size_t length) {
       const SimulationResult &result = trial(length);
-      return result.peakBytes <= limit &&
-             result.stepSeconds <= current.stepSeconds;
+      return result.peakBytes <= limit && fastEnough(result, current);
     });
     LLVM_DEBUG(llvm::dbgs() << "[offload-plan] budget: drops " << removed
                             << " of " << batch.size()
@@ -357,7 +360,8 @@ BudgetFit mlir::offload::fitBudget(const Planner &planner,
   int64_t reachable = current.peakBytes;
   if (current.peakBytes > limit) {
     // The greedy stops where no single offload lowers the peak; offloading
-    // everything may still fit, and dropUnneeded drops what it need not.
+    // everything may still fit, and dropUnneededOffloads drops what it
+    // need not.
     SmallVector<unsigned> all =
         llvm::to_vector(llvm::seq<unsigned>(0, planner.candidates.size()));
     SimulationResult everything = planner.simulate(all);
@@ -375,6 +379,12 @@ BudgetFit mlir::offload::fitBudget(const Planner &planner,
     return fit;
   }
   fit.fits = true;
-  dropUnneeded(planner, limit, fit.chosen, current);
+  // A step no slower than the plan's.
+  dropUnneededOffloads(
+      planner, limit,
+      [](const SimulationResult &trial, const SimulationResult &current) {
+        return trial.stepSeconds <= current.stepSeconds;
+      },
+      fit.chosen, current);
   return fit;
 }

@@ -72,6 +72,14 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
       emitError(getOperation().getLoc()) << "plan=budget needs budget=";
       return signalPassFailure();
     }
+    if (dropPeakNeutral && mode != PlanMode::Hidden) {
+      emitError(getOperation().getLoc())
+          << "drop-peak-neutral drops what plan=hidden chose; plan="
+          << (mode == PlanMode::Budget ? "budget drops what the budget does "
+                                         "not need by itself"
+                                       : "all keeps every offload");
+      return signalPassFailure();
+    }
     if (mode == PlanMode::Hidden && !budget.empty()) {
       emitError(getOperation().getLoc())
           << "budget= plans to a budget; it cannot be combined with "
@@ -390,6 +398,13 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     }
   }
 
+  /// plan=hidden's limits on a plan's step (its copies exposed included)
+  /// and on the kernels its copies slow, from the step without offload.
+  std::pair<double, double> hiddenLimits(const SimulationResult &baseline) {
+    return {hiddenStepLimit.value_or(baseline.stepSeconds * (1 + maxSlowdown)),
+            baseline.stepSeconds * maxInterference};
+  }
+
   /// plan=hidden: the candidates first fit keeps, largest first.
   SmallVector<unsigned> chooseHidden(const Planner &planner,
                                      const SimulationResult &baseline) {
@@ -398,11 +413,30 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     llvm::stable_sort(order, [&](unsigned a, unsigned b) {
       return planner.candidates[a].bytes > planner.candidates[b].bytes;
     });
-    double limit =
-        hiddenStepLimit.value_or(baseline.stepSeconds * (1 + maxSlowdown));
-    return fitHidden(planner, order, limit,
-                     baseline.stepSeconds * maxInterference, hiddenPatience,
+    auto [limit, interferenceLimit] = hiddenLimits(baseline);
+    return fitHidden(planner, order, limit, interferenceLimit, hiddenPatience,
                      &getContext());
+  }
+
+  /// drop-peak-neutral: `chosen` (plan=hidden's) less the offloads its
+  /// predicted peak does not need. What is left must be hidden as fitHidden
+  /// asks of a plan, not faster than `chosen`: the model predicts a step a
+  /// fraction of a microsecond longer without some copies (the loads left
+  /// are placed a little differently).
+  SmallVector<unsigned>
+  dropPeakNeutralOffloads(const Planner &planner,
+                          const SimulationResult &baseline,
+                          SmallVector<unsigned> chosen) {
+    auto [limit, interferenceLimit] = hiddenLimits(baseline);
+    SimulationResult current = planner.simulate(chosen);
+    dropUnneededOffloads(
+        planner, current.peakBytes,
+        [&](const SimulationResult &trial, const SimulationResult &) {
+          return trial.stepSeconds - trial.interferenceSeconds <= limit &&
+                 trial.interferenceSeconds <= interferenceLimit;
+        },
+        chosen, current);
+    return chosen;
   }
 
   /// plan=budget: the candidates that fit the budget, or an error giving the
@@ -455,7 +489,7 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
   }
 
   /// Rewrites the selection once for the whole function: the candidates not
-  /// chosen are kept, for `reason`.
+  /// chosen and still selected are kept, for `reason`.
   void markKept(const TrainingStep &step, const Planner &planner,
                 ArrayRef<unsigned> chosen, StringRef reason) {
     llvm::SmallDenseSet<unsigned> keep;
@@ -468,9 +502,10 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
     Builder builder(&getContext());
     for (const Candidate &candidate : planner.candidates) {
       for (unsigned link : candidate.links) {
-        if (keep.contains(link))
-          continue;
         unsigned result = step.getSavedResultIndex(link);
+        if (keep.contains(link) ||
+            !resultAttrs[result].get(OffloadDialect::kSelectedAttrName))
+          continue;
         NamedAttrList attrs(resultAttrs[result]);
         attrs.erase(OffloadDialect::kSelectedAttrName);
         attrs.set(OffloadDialect::kKeptAttrName, builder.getStringAttr(reason));
@@ -531,6 +566,13 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
              mode == PlanMode::Hidden
                  ? "plan: its copy cannot be hidden under compute"
                  : "plan: not needed to fit the budget");
+    if (mode == PlanMode::Hidden && dropPeakNeutral) {
+      unsigned simulatedBefore = planner.getNumSimulations();
+      *chosen = dropPeakNeutralOffloads(planner, baseline, std::move(*chosen));
+      numSimulations += planner.getNumSimulations() - simulatedBefore;
+      markKept(step, planner, *chosen,
+               "plan: offloading it does not lower the predicted peak");
+    }
 
     FailureOr<std::pair<SimulationResult, CopyPlan>> planned = predictNominal(
         step, planner, *chosen, execution, mode, inflight);

@@ -150,6 +150,18 @@ struct BudgetFit {
 BudgetFit fitBudget(const Planner &planner, const SimulationResult &baseline,
                     int64_t limit, bool loadsStall);
 
+/// Drops from `chosen` the offloads a predicted peak of at most `limit`
+/// does not need, latest choice first: each whose removal keeps the peak
+/// within `limit` and whose simulation is `fastEnough` beside that of the
+/// offloads left so far. `current` is the simulation of `chosen` on entry
+/// and of what is left on return.
+void dropUnneededOffloads(
+    const Planner &planner, int64_t limit,
+    llvm::function_ref<bool(const SimulationResult &trial,
+                            const SimulationResult &current)>
+        fastEnough,
+    SmallVector<unsigned> &chosen, SimulationResult &current);
+
 } // namespace offload
 } // namespace mlir
 

@@ -67,6 +67,12 @@ struct OffloadPipelineOptions
       llvm::cl::desc("plan=hidden: stop after this many candidates in a row "
                      "are simulated and dropped (0: exact first fit)"),
       llvm::cl::init(defaults::kHiddenPatience)};
+  PassOptions::Option<bool> dropPeakNeutral{
+      *this, "drop-peak-neutral",
+      llvm::cl::desc("plan=hidden: then keep on the device each offload the "
+                     "predicted peak does not need (a step that is the "
+                     "whole training step)"),
+      llvm::cl::init(false)};
   PassOptions::Option<double> copyMargin{
       *this, "copy-margin",
       llvm::cl::desc("plan=hidden: plan as if every copy took this fraction "

@@ -352,8 +352,12 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     picks the values to offload so the predicted peak device memory fits
     `budget` with the least predicted step time: greedily by bytes freed at
     the peak per second of added step time, then dropping offloads that are
-    no longer needed. Values it leaves on the device get
-    `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
+    no longer needed. With `drop-peak-neutral`, plan=hidden then drops the
+    offloads its predicted peak does not need in the same way: for a step
+    that is all of a training step (the forward computes the loss), a copy
+    that lowers no peak costs link time and risk for nothing, though in a
+    model compiled as several graphs it may lower the peak of another.
+    Values it leaves on the device get `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
     stating the smallest predicted peak reachable.
 
     With `recompute=true` (the default) it plans recomputation with the
@@ -417,6 +421,11 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
            /*default=*/"::mlir::offload::defaults::kHiddenPatience",
            "plan=hidden: stop after this many candidates in a row are "
            "simulated and dropped (0: try every candidate, exact first fit)">,
+    Option<"dropPeakNeutral", "drop-peak-neutral", "bool",
+           /*default=*/"false",
+           "plan=hidden: then keep on the device each offload the predicted "
+           "peak does not need (for a step that is the whole training step, "
+           "whose memory no other graph adds to)">,
     Option<"schedule", "schedule", "bool",
            /*default=*/"::mlir::offload::defaults::kSchedule",
            "Predict with load starts hoisted as far as time, in-flight bytes "
