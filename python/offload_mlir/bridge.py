@@ -194,6 +194,14 @@ class OffloadOptions:
     # a fraction of the step as it came (the pipeline's max-recompute, over
     # its max-slowdown of 0).
     max_recompute: float = 0.01
+    # plan="hidden": then keep on the device each offload the predicted peak
+    # does not need (the pipeline's drop-peak-neutral). Such a copy lowers
+    # no peak of a graph that is the whole training step, so it only costs
+    # link time; in a model compiled as several graphs it may lower another
+    # graph's peak. None: on for a graph whose forward computes the loss
+    # (its one differentiable output is a scalar: backward starts from it,
+    # and what other graphs hold stays constant while its values live).
+    drop_peak_neutral: bool | None = None
     # A graph with symbolic sizes: the most times it is compiled again,
     # planned at the sizes of a call far from every plan's hints
     # (replan.HintDispatch). It decides which plan runs a call, not what a
@@ -221,6 +229,12 @@ class OffloadOptions:
                 self.saved_instances, int) or self.saved_instances < 1:
             raise ValueError("saved_instances must be an int >= 1 (the graphs whose saved "
                              f"values are on the device together), not {self.saved_instances!r}")
+        if not (self.drop_peak_neutral is None or isinstance(self.drop_peak_neutral, bool)):
+            raise ValueError("drop_peak_neutral must be None (automatic), True or False, "
+                             f"not {self.drop_peak_neutral!r}")
+        if self.drop_peak_neutral and self.plan != "hidden":
+            raise ValueError("drop_peak_neutral drops what plan='hidden' chose; "
+                             f"plan={self.plan!r} keeps its own choice")
         if isinstance(self.max_recompute, bool) or not isinstance(
                 self.max_recompute, (int, float)) or not 0 <= self.max_recompute < 1:
             raise ValueError("max_recompute must be a fraction in [0, 1) of the step time, "
@@ -354,6 +368,8 @@ class OffloadOptions:
             parts.append("prefetch-lead=auto")
         if self.saved_instances > 1:
             parts.append(f"saved-instances={self.saved_instances}")
+        if self.drop_peak_neutral:
+            parts.append("drop-peak-neutral=true")
         parts.append("release=at-wait")
         if self.compiler == "inductor":
             parts.append("fuse-memory-bound=true")
@@ -553,8 +569,12 @@ class OffloadPartitioner(CustomPartitionerFn):
 
         fw, bw = partition()
         num_fwd_outputs = int(kwargs["num_fwd_outputs"])
+        options = self.options
+        if options.drop_peak_neutral is None and options.plan == "hidden":
+            options = dataclasses.replace(options,
+                                          drop_peak_neutral=computes_the_loss(joint_inputs))
         try:
-            new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, self.options)
+            new_fw, new_bw, report = transform_step(fw, bw, num_fwd_outputs, options)
             recomputed = planned_recomputes(report)
             if recomputed:
                 # The plan recomputes saved values: the partitioner carries
@@ -564,7 +584,7 @@ class OffloadPartitioner(CustomPartitionerFn):
                 fw, bw = partition()
                 first = report
                 new_fw, new_bw, report = transform_step(
-                    fw, bw, num_fwd_outputs, self.options.after_recompute(first))
+                    fw, bw, num_fwd_outputs, options.after_recompute(first))
                 report["recomputed"] = recomputed
                 report["joint_plan"] = first["pipeline"]
         except _Fallback as e:
@@ -572,8 +592,9 @@ class OffloadPartitioner(CustomPartitionerFn):
             _record(report)
             _warn_for(report)
             return fw, bw
+        report["drop_peak_neutral"] = bool(options.drop_peak_neutral)
         if not report["offloaded"] and not report.get("recomputed"):
-            report["nothing_offloaded"] = _nothing_offloaded(fw, report, self.options)
+            report["nothing_offloaded"] = _nothing_offloaded(fw, report, options)
         _record(report)
         _warn_for(report)
         return new_fw, new_bw
@@ -581,6 +602,17 @@ class OffloadPartitioner(CustomPartitionerFn):
 
 class _Fallback(Exception):
     pass
+
+
+def computes_the_loss(joint_inputs: Sequence[Any]) -> bool:
+    """Whether a joint graph's forward computes the training step's loss:
+    its one differentiable output, so its one tangent, is a scalar. Backward
+    then starts from that output alone, right after this forward."""
+    if len(joint_inputs) != 2:
+        return False
+    tangents = list(joint_inputs[1])
+    return (len(tangents) == 1 and isinstance(tangents[0], torch.Tensor)
+            and tangents[0].dim() == 0)
 
 
 # The indices of the graph inputs the compiling backend found to be
@@ -733,9 +765,13 @@ def _nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
                  "models an H100 PCIe (python -m offload_mlir.calibrate measures one).")
     else:
         where = f"Planned with {options.resolved_device_profile()}."
+    neutral = (" drop_peak_neutral=False offloads what the link hides even where the "
+               "predicted peak is not lowered (the peak is then not set by activations)."
+               if any(v.get("kept_reason", "").startswith("plan: offloading it does not lower")
+                      for v in saved) else "")
     return (f"offload_mlir: nothing was offloaded from this graph ({why}). {where} "
             "backend(report='text') shows the plan value by value; plan='all' offloads every "
-            f"saved value of min_bytes ({options.min_bytes} bytes) or more.")
+            f"saved value of min_bytes ({options.min_bytes} bytes) or more.{neutral}")
 
 
 def planned_recomputes(report: dict[str, Any]) -> dict[str, list[str]]:
@@ -999,6 +1035,7 @@ def backend(
     saved_instances: int = 1,
     max_recompute: float = OffloadOptions.max_recompute,
     replan_far_from_hint: int = 0,
+    drop_peak_neutral: bool | None = None,
 ) -> Callable:
     """A `torch.compile` backend that offloads activations.
 
@@ -1041,7 +1078,10 @@ def backend(
     so recomputes or offloads what a plan of one layer alone would keep),
     and `max_recompute` (plan="hidden": the step time recomputation and
     copies together may add, a fraction of the step as it came; default 1%),
-    and `replan_far_from_hint` (for a graph with dynamic shapes, planned at
+    and `drop_peak_neutral` (plan="hidden": keep on the device each offload
+    the predicted peak does not need; None, the default: for a graph whose
+    forward computes the loss, its one differentiable output a scalar, where
+    such a copy lowers no peak of the step), and `replan_far_from_hint` (for a graph with dynamic shapes, planned at
     its size hints: the most times it is compiled again, planned at the
     sizes of a call FAR_FROM_HINT (4x) or more from every plan's hints; each
     call then runs on the plan whose hints are nearest its sizes, among
@@ -1061,7 +1101,7 @@ def backend(
         inductor_config=tuple(sorted((inductor_config or {}).items())),
         recompute=recompute, prefetch=prefetch, donate_activations=donate_activations,
         saved_instances=saved_instances, max_recompute=max_recompute,
-        replan_far_from_hint=replan_far_from_hint,
+        replan_far_from_hint=replan_far_from_hint, drop_peak_neutral=drop_peak_neutral,
     )
     ops.load_library()
     capi.version()  # fail now, not inside a compile, if the library is missing

@@ -123,7 +123,7 @@ _FAMILIES = {
     "offload-mlir": (True, False, ("plan", "budget", "schedule", "min_bytes", "amb",
                                    "load_lead", "profile", "reuse_freed_buffers",
                                    "checkpoint", "per-layer", "across", "donate",
-                                   "instances", "max_recompute")),
+                                   "instances", "max_recompute", "drop_peak_neutral")),
     # The peers' own packages (python/benchmarks/peer_wheels.sh); each row
     # says itself why where it cannot run.
     "deepspeed-cpu-ckpt": (False, False, ("partition",)),
@@ -194,7 +194,8 @@ def parse_row(spec: str) -> Row:
                              f"not {value!r}")
         elif key == "instances" and not is_instance_count(value):
             raise ValueError(f"row {spec!r}: instances= takes a count >= 1, not {value!r}")
-        elif key in ("partition", "per-layer", "across", "donate") and value.lower() not in (
+        elif key in ("partition", "per-layer", "across", "donate",
+                     "drop_peak_neutral") and value.lower() not in (
                 "0", "1", "true", "false"):
             raise ValueError(f"row {spec!r}: {key}= takes 0 or 1, not {value!r}")
         options[key] = value
@@ -361,6 +362,10 @@ def _offload_mlir_backend(row: Row):
     # max_recompute=X: the joint plan's step-time allowance (backend(max_recompute=X)).
     if "max_recompute" in row.options:
         kw["max_recompute"] = float(row.options["max_recompute"])
+    # drop_peak_neutral=0|1: backend(drop_peak_neutral=); left out, the
+    # backend decides per graph.
+    if "drop_peak_neutral" in row.options:
+        kw["drop_peak_neutral"] = _flag(row, "drop_peak_neutral")
     return offload_mlir.backend(**kw)
 
 

@@ -38,6 +38,9 @@ import torch._inductor.config  # noqa: E402,F401
     ({"max_recompute": 1.5}, "max_recompute must be a fraction"),
     ({"max_recompute": True}, "max_recompute must be a fraction"),
     ({"max_recompute": -0.01}, "max_recompute must be a fraction"),
+    ({"drop_peak_neutral": 1}, "drop_peak_neutral must be None"),
+    ({"plan": "all", "drop_peak_neutral": True}, "drops what plan='hidden' chose"),
+    ({"budget": 0.5, "drop_peak_neutral": True}, "drops what plan='hidden' chose"),
 ])
 def test_backend_refuses_a_bad_option_when_called(offload_mlir, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -63,6 +66,10 @@ def test_backend_accepts_each_option_spelled_right(offload_mlir, tmp_path):
     assert "saved-instances" not in OffloadOptions().pipeline_options()
     options = offload_mlir.backend(max_recompute=0.015, saved_instances=8).options
     assert "max-recompute=0.015 saved-instances=8" in options.pipeline_options()
+    # drop_peak_neutral: None until a graph resolves it (the partitioner).
+    assert "drop-peak-neutral" not in OffloadOptions().pipeline_options()
+    options = offload_mlir.backend(drop_peak_neutral=True).options
+    assert "drop-peak-neutral=true" in options.pipeline_options()
 
 
 def _tiny():
@@ -172,3 +179,70 @@ def test_a_run_whose_plan_keeps_everything_names_the_plans_reason(offload_mlir, 
         step = torch.compile(_tiny(), backend=offload_mlir.backend(min_bytes=0),
                              dynamic=False)
         step(torch.randn(16, 64)).sum().backward()
+
+
+class _LossModel(torch.nn.Module):
+    """A step whose forward computes the loss; the log-softmax it saves
+    (16 MiB) is dead before backward's peak, at the weight gradients."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.up = torch.nn.Linear(256, 2048)
+        self.down = torch.nn.Linear(2048, 256)
+        self.head = torch.nn.Linear(256, 8192)
+
+    def forward(self, x, y):
+        h = self.down(torch.nn.functional.gelu(self.up(x)))
+        return torch.nn.functional.cross_entropy(self.head(h), y)
+
+
+def _loss_step_grads(backend):
+    torch._dynamo.reset()
+    torch.use_deterministic_algorithms(True)
+    model = _LossModel()
+    step = torch.compile(model, backend=backend, dynamic=False)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(512, 256, generator=g), torch.randint(0, 8192, (512,), generator=g)
+    step(x, y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def test_a_graph_that_computes_the_loss_keeps_what_lowers_no_peak(offload_mlir):
+    # The H200 profile predicts the CPU graph's copies hidden; the peak is
+    # the weight gradients' at the end of backward.
+    profile = os.path.join(os.path.dirname(offload_mlir.__file__), "profiles", "h200.json")
+    plain = _loss_step_grads("inductor")
+    assert all(torch.equal(a, b) for a, b in zip(plain, _loss_step_grads("inductor")))
+
+    def kept_reasons():
+        return [s.get("kept_reason") for s in
+                offload_mlir.last_report()["pipeline"]["steps"][0]["saved"]]
+
+    # By default a graph whose one differentiable output is a scalar drops
+    # the offloads its predicted peak does not need.
+    with _caches_off():
+        grads = _loss_step_grads(offload_mlir.backend(min_bytes=0, device_profile=profile))
+    assert all(torch.equal(a, b) for a, b in zip(plain, grads))
+    report = offload_mlir.last_report()
+    assert report["drop_peak_neutral"] is True and report["offloaded"] == []
+    assert "plan: offloading it does not lower the predicted peak" in kept_reasons()
+
+    # drop_peak_neutral=False offloads what the link hides.
+    with _caches_off():
+        grads = _loss_step_grads(offload_mlir.backend(min_bytes=0, device_profile=profile,
+                                                      drop_peak_neutral=False))
+    assert all(torch.equal(a, b) for a, b in zip(plain, grads))
+    report = offload_mlir.last_report()
+    assert report["drop_peak_neutral"] is False and report["offloaded"]
+    assert "plan: offloading it does not lower the predicted peak" not in kept_reasons()
+
+
+def test_a_graph_whose_output_is_not_the_loss_keeps_every_hidden_offload(offload_mlir):
+    # The loss is taken outside the graph (as after a layer compiled on its
+    # own): another graph's peak may need what this one's does not.
+    torch._dynamo.reset()
+    with _caches_off():
+        step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False)
+        step(torch.randn(16, 64)).sum().backward()
+    assert offload_mlir.last_report()["drop_peak_neutral"] is False

@@ -466,6 +466,13 @@ def test_offload_mlir_rows_give_their_recompute_budget_to_the_backend():
     backend = peer_rows._offload_mlir_backend(peer_rows.parse_row(
         "offload-mlir:inductor.allow_buffer_reuse=0"))
     assert backend.options.inductor_config == (("allow_buffer_reuse", False),)
+    # drop_peak_neutral=0|1 is the backend's; left out, each graph decides.
+    for spec, value in (("offload-mlir", None), ("offload-mlir:drop_peak_neutral=0", False),
+                        ("offload-mlir:drop_peak_neutral=1", True)):
+        assert peer_rows._offload_mlir_backend(
+            peer_rows.parse_row(spec)).options.drop_peak_neutral is value
+    with pytest.raises(ValueError, match="drop_peak_neutral= takes 0 or 1"):
+        peer_rows.parse_row("offload-mlir:drop_peak_neutral=auto")
 
 
 @pytest.mark.usefixtures("offload_mlir")
