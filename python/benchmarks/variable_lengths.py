@@ -14,13 +14,21 @@ per length: the gradients of one step against plain compile (bit for bit,
 deterministic algorithms), the peak memory of a step above what is
 allocated before it, and the step time over `--iters` interleaved pairs
 (median of the per-pair ratios). Prints one row per length.
+
+`--examine L` looks at one length more closely, for a row that misses: a
+torch.profiler trace of one plain and one offload step at L (kernel busy
+time, device idle time by cause, copy time no kernel hid; the figures of
+`peers.traces`), and what is live at each step's peak (the allocator's
+history replayed as `peak_snapshot.py` does), written with `--out`.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
+import tempfile
 import statistics
 import sys
 
@@ -31,6 +39,10 @@ import torch  # noqa: E402
 
 import offload_mlir  # noqa: E402
 from offload_mlir import models  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import peak_snapshot  # noqa: E402
+from benchmarks.peers import traces  # noqa: E402
 
 
 def _batch(length: int, batch: int, vocab: int, mark: bool):
@@ -70,6 +82,90 @@ def _seconds(fn, model, x, y) -> float:
     return start.elapsed_time(end) / 1000
 
 
+def _trace(fn, model, x, y, keep: str | None = None) -> dict:
+    """The figures of a torch.profiler trace of one step (peers.traces);
+    the trace itself is kept at `keep` if given."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        _step(fn, model, x, y)
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        figures = traces._trace_figures(path)
+        if keep:
+            import shutil
+
+            shutil.copyfile(path, keep)
+    figures.pop("copies", None)
+    return figures
+
+
+def _host_seconds(fn, model, x, y, iters: int = 10) -> float:
+    """The host's time to issue one step (forward and backward called, the
+    device not waited for), median of `iters`: where it is near the step's
+    device time, host work added per step (the copy ops') adds to the step."""
+    import time
+
+    times = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        _step(fn, model, x, y)
+        times.append(time.perf_counter() - start)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def _live_at_peak(fn, model, x, y, top: int = 12) -> dict:
+    """What is live at the peak of one step, by the line that allocated it."""
+    torch.cuda.synchronize()
+    for p in model.parameters():
+        p.grad = None
+    base = torch.cuda.memory_allocated()
+    torch.cuda.memory._record_memory_history(enabled="all", context="alloc",
+                                             stacks="python", max_entries=1_000_000)
+    try:
+        fn(x, y).backward()
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    found = peak_snapshot.peak_of_trace(snap["device_traces"][torch.cuda.current_device()], top)
+    return {"allocated_before_step": base, "peak_above_before": found["peak_bytes"],
+            "live_at_peak_by_where": peak_snapshot.live_by_where(found["all_live_at_peak"])[:top]}
+
+
+def _examine(fns, length: int, args) -> dict:
+    """--examine: the trace and the peak's contents at one length."""
+    x, y = _batch(length, args.batch, args.vocab, args.dynamic == "mark_dynamic")
+    found = {}
+    for name in ("plain", "offload"):
+        fn, model = fns[name]
+        _step(fn, model, x, y)
+        host = _host_seconds(fn, model, x, y)
+        device = statistics.median(_seconds(fn, model, x, y) for _ in range(10))
+        trace = _trace(fn, model, x, y, keep=args.traces and os.path.join(
+            args.traces, f"{name}-{length}.json"))
+        live = _live_at_peak(fn, model, x, y)
+        found[name] = {"host_seconds": host, "step_seconds": device, "trace": trace,
+                       "peak": live}
+        print(f"{name} at {length}: the host issues a step in {host * 1e3:.2f} ms; "
+              f"the step takes {device * 1e3:.2f} ms")
+        idle = ", ".join(f"{k} {v:.2f}" for k, v in trace["kernel_idle_ms"].items())
+        print(f"{name} at {length}: step trace {trace['step_trace_ms']:.2f} ms, kernels busy "
+              f"{trace['kernel_busy_ms']:.2f} ms, no kernel running ({idle}) ms, copies "
+              f"{trace['copy_seconds'] * 1e3:.2f} ms of which no kernel hid "
+              f"{trace['exposed_copy_seconds'] * 1e3:.2f} ms; peak "
+              f"{live['peak_above_before'] / 2**30:.2f} GiB above the step's start, holding:")
+        for g in live["live_at_peak_by_where"]:
+            print(f"  {g['bytes'] / 2**20:9.1f} MiB in {g['count']:4d}  {g['where']}  "
+                  f"{g.get('code', '')[:110]}")
+    return found
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 3072, 4096])
@@ -81,6 +177,13 @@ def main(argv=None) -> int:
     p.add_argument("--replan", type=int, default=0,
                    help="backend(replan_far_from_hint=N): plan a graph again, at most N "
                         "times, at a length 4x or more from every plan's hint")
+    p.add_argument("--drop-peak-neutral", choices=["auto", "0", "1"], default="auto",
+                   help="backend(drop_peak_neutral=): auto (None) decides per graph")
+    p.add_argument("--examine", type=int, nargs="*", default=[], metavar="LENGTH",
+                   help="trace one step of each model at these lengths and show what is "
+                        "live at their peaks")
+    p.add_argument("--out", help="write --examine's figures here (JSON)")
+    p.add_argument("--traces", help="keep --examine's profiler traces in this folder")
     args = p.parse_args(argv)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
@@ -94,7 +197,10 @@ def main(argv=None) -> int:
         "plain": (torch.compile(plain, dynamic=dynamic), plain),
         "control": (torch.compile(control, dynamic=dynamic), control),
         "offload": (torch.compile(offloaded,
-                                  backend=offload_mlir.backend(replan_far_from_hint=args.replan),
+                                  backend=offload_mlir.backend(
+                                      replan_far_from_hint=args.replan,
+                                      drop_peak_neutral={"auto": None, "0": False, "1": True}[
+                                          args.drop_peak_neutral]),
                                   dynamic=dynamic),
                     offloaded),
     }
@@ -104,7 +210,8 @@ def main(argv=None) -> int:
             _step(fn, model, *_batch(length, args.batch, args.vocab, mark))
     hints = [r["size_hints"] for r in offload_mlir.reports()[first:] if r.get("size_hints")]
     print(f"TitanLM, Llama-3-8B-shaped, {args.layers} layers, batch {args.batch}, bf16, "
-          f"dynamic={args.dynamic}, replan_far_from_hint={args.replan}; the offload graph's "
+          f"dynamic={args.dynamic}, replan_far_from_hint={args.replan}, "
+          f"drop_peak_neutral={args.drop_peak_neutral}; the offload graph's "
           f"dynamic plans were made at {hints}; {torch.cuda.get_device_name()}")
     print("| length | gradients (control, offload) | peak compile GiB | peak offload GiB "
           "| step compile ms | offload / compile | d2h GiB |")
@@ -132,6 +239,11 @@ def main(argv=None) -> int:
         print(f"| {length} | {same[0]}, {same[1]} | {peaks['plain'] / 2**30:.2f} | "
               f"{peaks['offload'] / 2**30:.2f} | {statistics.median(times) * 1e3:.1f} | "
               f"{statistics.median(ratios):.3f}x | {d2h / 2**30:.2f} |")
+    examined = {length: _examine(fns, length, args) for length in args.examine}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"examined": examined, "plans": hints,
+                       "reports": offload_mlir.reports()[first:]}, f, indent=1, default=str)
     return 0
 
 
