@@ -279,15 +279,15 @@ void BudgetGreedy::run() {
 
 /// Drops offloads a peak of at most `limit` (the budget) no longer needs,
 /// latest choice first: each one whose removal keeps the peak within the
-/// limit and a step `fastEnough` takes. A candidate is kept without a simulation if it is not live
-/// at the peak though it would be without its offload, and its bytes do
-/// not fit between the peak and the limit (so its removal would raise the
-/// peak over the limit unless it moved the other copies' releases). The
-/// others are tried in batches: a batch whose removal holds is dropped
-/// (every prefix of it then holds where removing offloads never raises the
-/// peak nor makes the step too slow), else bisection finds the longest prefix that
-/// holds and keeps the candidate after it (its simulation is the one the
-/// one-by-one search makes for it).
+/// limit and a step `fastEnough` takes. A candidate is kept without a
+/// simulation if it is not live at the peak though it would be without its
+/// offload, and its bytes do not fit between the peak and the limit (so its
+/// removal would raise the peak over the limit unless it moved the other
+/// copies' releases). The others are tried in batches: a batch whose
+/// removal holds is dropped (every prefix of it then holds where removing
+/// offloads never raises the peak nor makes the step too slow), else
+/// bisection finds the longest prefix that holds and keeps the candidate
+/// after it (its simulation is the one the one-by-one search makes for it).
 void mlir::offload::dropUnneededOffloads(
     const Planner &planner, int64_t limit,
     llvm::function_ref<bool(const SimulationResult &trial,

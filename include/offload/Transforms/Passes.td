@@ -357,8 +357,9 @@ def PlanOffloads : Pass<"offload-plan", "ModuleOp"> {
     that is all of a training step (the forward computes the loss), a copy
     that lowers no peak costs link time and risk for nothing, though in a
     model compiled as several graphs it may lower the peak of another.
-    Values it leaves on the device get `offload.kept = "plan: ..."`. If no plan fits, it fails with an error
-    stating the smallest predicted peak reachable.
+    Values it leaves on the device get `offload.kept = "plan: ..."`. If no
+    plan fits the budget, it fails with an error stating the smallest
+    predicted peak reachable.
 
     With `recompute=true` (the default) it plans recomputation with the
     copies: a selected value that views, constants and memory-bound ops
