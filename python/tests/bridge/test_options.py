@@ -246,3 +246,19 @@ def test_a_graph_whose_output_is_not_the_loss_keeps_every_hidden_offload(offload
         step = torch.compile(_tiny(), backend=offload_mlir.backend(), dynamic=False)
         step(torch.randn(16, 64)).sum().backward()
     assert offload_mlir.last_report()["drop_peak_neutral"] is False
+
+
+def test_the_nothing_offloaded_message_names_drop_peak_neutral_where_it_kept_values():
+    from offload_mlir import bridge
+
+    fw = torch.fx.symbolic_trace(torch.nn.Linear(4, 4))
+    options = bridge.OffloadOptions()
+
+    def message(*reasons):
+        report = {"pipeline": {"steps": [{"saved": [{"kept_reason": r} for r in reasons]}]}}
+        return bridge._nothing_offloaded(fw, report, options)
+
+    said = message("function argument", "plan: offloading it does not lower the predicted peak")
+    assert "1 kept by the plan (offloading it does not lower the predicted peak)" in said
+    assert "drop_peak_neutral=False offloads what the link hides" in said
+    assert "drop_peak_neutral" not in message("plan: its copy cannot be hidden under compute")
