@@ -262,3 +262,27 @@ def test_the_nothing_offloaded_message_names_drop_peak_neutral_where_it_kept_val
     assert "1 kept by the plan (offloading it does not lower the predicted peak)" in said
     assert "drop_peak_neutral=False offloads what the link hides" in said
     assert "drop_peak_neutral" not in message("plan: its copy cannot be hidden under compute")
+
+
+@pytest.mark.parametrize("outputs, computes_the_loss", [
+    ("loss", True),
+    ("loss and detached logits", True),   # one differentiable output: the loss
+    ("loss and logits", False),           # logits may feed other graphs' backward
+])
+def test_drop_peak_neutral_follows_the_graphs_differentiable_outputs(
+        offload_mlir, outputs, computes_the_loss):
+    class Model(_LossModel):
+        def forward(self, x, y):
+            h = self.down(torch.nn.functional.gelu(self.up(x)))
+            logits = self.head(h)
+            loss = torch.nn.functional.cross_entropy(logits, y)
+            if outputs == "loss":
+                return loss
+            return loss, (logits.detach() if outputs == "loss and detached logits" else logits)
+
+    torch._dynamo.reset()
+    step = torch.compile(Model(), backend=offload_mlir.backend(compiler="aot_eager"),
+                         dynamic=False)
+    out = step(torch.randn(8, 256), torch.randint(0, 8192, (8,)))
+    (out if outputs == "loss" else out[0]).backward()
+    assert offload_mlir.last_report()["drop_peak_neutral"] is computes_the_loss
