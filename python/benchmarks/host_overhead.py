@@ -27,7 +27,6 @@ import copy
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 os.environ.setdefault("TORCHINDUCTOR_DETERMINISTIC", "1")
@@ -94,13 +93,9 @@ def main(argv=None) -> int:
     device = {name: [] for name in names}
     for _ in range(args.iters):
         for name, (fn, model) in fns.items():
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            vl._step(fn, model, x, y)
-            issued = time.perf_counter()
-            torch.cuda.synchronize()
-            host[name].append(issued - start)
-            device[name].append(time.perf_counter() - start)
+            issued, waited = vl.issue_and_wait_seconds(fn, model, x, y)
+            host[name].append(issued)
+            device[name].append(waited)
     print(f"TitanLM, {args.layers} layers, batch {args.batch}, length {args.length} "
           f"(compiled at {args.compile_lengths}), {torch.cuda.get_device_name()}, "
           f"medians of {args.iters} interleaved steps")

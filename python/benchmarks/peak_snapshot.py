@@ -25,7 +25,7 @@ import json
 import linecache
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -79,6 +79,22 @@ def peak_of_trace(trace: list[dict], top: int = 15) -> dict:
             "live_at_peak": peak_live[:top], "all_live_at_peak": peak_live}
 
 
+def record_allocations(run: Callable[[], None]) -> list[dict]:
+    """The CUDA caching allocator's events on this device while `run()`
+    runs, with the Python line of each allocation (for peak_of_trace)."""
+    import torch
+
+    torch.cuda.memory._record_memory_history(enabled="all", context="alloc",
+                                             stacks="python", max_entries=1_000_000)
+    try:
+        run()
+        torch.cuda.synchronize()
+        snap = torch.cuda.memory._snapshot()
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    return snap["device_traces"][torch.cuda.current_device()]
+
+
 def live_by_where(live: list[dict]) -> list[dict]:
     """The allocations live at the peak summed by the line that made them,
     largest first: which graph's buffers (or which eager op's) the peak
@@ -126,15 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    torch.cuda.memory._record_memory_history(enabled="all", context="alloc",
-                                             stacks="python", max_entries=1_000_000)
-    try:
-        compiled(tokens[:, :-1], tokens[:, 1:]).backward()
-        torch.cuda.synchronize()
-        snap = torch.cuda.memory._snapshot()
-    finally:
-        torch.cuda.memory._record_memory_history(enabled=None)
-    trace = snap["device_traces"][torch.cuda.current_device()]
+    trace = record_allocations(lambda: compiled(tokens[:, :-1], tokens[:, 1:]).backward())
     found = peak_of_trace(trace, args.top)
     reached = trace[found["peak_index"]] if found["peak_index"] >= 0 else {}
     result: dict[str, Any] = {

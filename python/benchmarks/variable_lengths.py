@@ -103,20 +103,25 @@ def _trace(fn, model, x, y, keep: str | None = None) -> dict:
     return figures
 
 
-def _host_seconds(fn, model, x, y, iters: int = 10) -> float:
-    """The host's time to issue one step (forward and backward called, the
-    device not waited for), median of `iters`: where it is near the step's
-    device time, host work added per step (the copy ops') adds to the step."""
+def issue_and_wait_seconds(fn, model, x, y) -> tuple[float, float]:
+    """One step from an idle device: the host's time to issue it (forward
+    and backward called, the device not waited for), and the time until the
+    device has run it too."""
     import time
 
-    times = []
-    for _ in range(iters):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        _step(fn, model, x, y)
-        times.append(time.perf_counter() - start)
     torch.cuda.synchronize()
-    return statistics.median(times)
+    start = time.perf_counter()
+    _step(fn, model, x, y)
+    issued = time.perf_counter()
+    torch.cuda.synchronize()
+    return issued - start, time.perf_counter() - start
+
+
+def _host_seconds(fn, model, x, y, iters: int = 10) -> float:
+    """The host's time to issue one step, median of `iters`: where it is
+    near the step's device time, host work added per step (the copy ops')
+    adds to the step."""
+    return statistics.median(issue_and_wait_seconds(fn, model, x, y)[0] for _ in range(iters))
 
 
 def _live_at_peak(fn, model, x, y, top: int = 12) -> dict:
@@ -125,15 +130,8 @@ def _live_at_peak(fn, model, x, y, top: int = 12) -> dict:
     for p in model.parameters():
         p.grad = None
     base = torch.cuda.memory_allocated()
-    torch.cuda.memory._record_memory_history(enabled="all", context="alloc",
-                                             stacks="python", max_entries=1_000_000)
-    try:
-        fn(x, y).backward()
-        torch.cuda.synchronize()
-        snap = torch.cuda.memory._snapshot()
-    finally:
-        torch.cuda.memory._record_memory_history(enabled=None)
-    found = peak_snapshot.peak_of_trace(snap["device_traces"][torch.cuda.current_device()], top)
+    found = peak_snapshot.peak_of_trace(
+        peak_snapshot.record_allocations(lambda: fn(x, y).backward()), top)
     return {"allocated_before_step": base, "peak_above_before": found["peak_bytes"],
             "live_at_peak_by_where": peak_snapshot.live_by_where(found["all_live_at_peak"])[:top]}
 
