@@ -420,9 +420,9 @@ struct PlanOffloads : public offload::impl::PlanOffloadsBase<PlanOffloads> {
 
   /// drop-peak-neutral: `chosen` (plan=hidden's) less the offloads its
   /// predicted peak does not need. What is left must be hidden as fitHidden
-  /// asks of a plan, not faster than `chosen`: the model predicts a step a
-  /// fraction of a microsecond longer without some copies (the loads left
-  /// are placed a little differently).
+  /// asks of any plan, but need not predict a step as short as `chosen`'s:
+  /// without some copies the model predicts a step a fraction of a
+  /// microsecond longer (the loads left are placed a little differently).
   SmallVector<unsigned>
   dropPeakNeutralOffloads(const Planner &planner,
                           const SimulationResult &baseline,

@@ -604,6 +604,10 @@ class _Fallback(Exception):
     pass
 
 
+# The reason offload-plan gives a value drop-peak-neutral keeps on the device.
+PEAK_NEUTRAL_REASON = "plan: offloading it does not lower the predicted peak"
+
+
 def computes_the_loss(joint_inputs: Sequence[Any]) -> bool:
     """Whether a joint graph's forward computes the training step's loss:
     its one differentiable output, so its one tangent, is a scalar. Backward
@@ -767,8 +771,7 @@ def _nothing_offloaded(fw: torch.fx.GraphModule, report: dict[str, Any],
         where = f"Planned with {options.resolved_device_profile()}."
     neutral = (" drop_peak_neutral=False offloads what the link hides even where the "
                "predicted peak is not lowered (the peak is then not set by activations)."
-               if any(v.get("kept_reason", "").startswith("plan: offloading it does not lower")
-                      for v in saved) else "")
+               if any(v.get("kept_reason") == PEAK_NEUTRAL_REASON for v in saved) else "")
     return (f"offload_mlir: nothing was offloaded from this graph ({why}). {where} "
             "backend(report='text') shows the plan value by value; plan='all' offloads every "
             f"saved value of min_bytes ({options.min_bytes} bytes) or more.{neutral}")
@@ -1081,8 +1084,8 @@ def backend(
     and `drop_peak_neutral` (plan="hidden": keep on the device each offload
     the predicted peak does not need; None, the default: for a graph whose
     forward computes the loss, its one differentiable output a scalar, where
-    such a copy lowers no peak of the step), and `replan_far_from_hint` (for a graph with dynamic shapes, planned at
-    its size hints: the most times it is compiled again, planned at the
+    such a copy lowers no peak of the step), and `replan_far_from_hint`
+    (for a graph with dynamic shapes, planned at its size hints: the most times it is compiled again, planned at the
     sizes of a call FAR_FROM_HINT (4x) or more from every plan's hints; each
     call then runs on the plan whose hints are nearest its sizes, among
     those whose shape guards admit it. Each re-plan warns
